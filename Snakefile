@@ -1,0 +1,27 @@
+# polyinterp: end-to-end reproduction of two interpretability studies of small MLPs.
+#   snakemake --cores 2                                   default config (both studies, 2-core CPU)
+#   snakemake --cores 2 --configfile workflow/configs/smoke.yaml
+#   snakemake --cores 2 results/figures/fig2.pdf          one figure and only what it needs
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/mnist.smk"
+include: "workflow/rules/cubic.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ALL_TARGETS,

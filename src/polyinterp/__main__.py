@@ -1,0 +1,3 @@
+from polyinterp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,23 @@
+"""Log-spaced checkpoint schedule of the MNIST training run (pure Python, imported by Snakemake)."""
+
+from __future__ import annotations
+
+from polyinterp.errors import ConfigError
+
+
+def checkpoint_steps(first_pow: int, last_pow: int, per_octave: int) -> list[int]:
+    """Step 0 and round(2^(first_pow + j/per_octave)) for j = 0 … per_octave·(last_pow − first_pow).
+
+    The last entry is 2^last_pow, the number of training steps. Duplicates (possible when many
+    points per octave fall on small steps) are dropped.
+    """
+    if last_pow < first_pow:
+        raise ConfigError(
+            f"config key 'mnist.train.checkpoints.last_pow' ({last_pow}) is below first_pow ({first_pow});"
+            " make last_pow >= first_pow."
+        )
+    if per_octave < 1:
+        raise ConfigError("config key 'mnist.train.checkpoints.per_octave' must be >= 1.")
+    n = per_octave * (last_pow - first_pow)
+    steps = {0} | {round(2 ** (first_pow + j / per_octave)) for j in range(n + 1)}
+    return sorted(steps)

@@ -1,0 +1,127 @@
+"""Seeded MNIST training with schedule-free AdamW and log-spaced eval-mode checkpoints.
+
+Batches come from a seeded permutation per epoch (CPU generator, so the batch order is the same
+on every device); a step is a tensor gather, a forward/backward and an optimizer step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import schedulefree
+import torch
+from torch import nn
+
+from polyinterp.config import config_hash
+from polyinterp.device import resolve_device
+from polyinterp.errors import ConfigError, TrainingError
+from polyinterp.io import save_torch
+from polyinterp.mnist.data import load_mnist
+from polyinterp.mnist.model import accuracy, make_mlp, mean_cross_entropy
+from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
+
+log = logging.getLogger(__name__)
+NAN_CHECK_EVERY = 64
+
+
+class EpochBatches:
+    """Indices of minibatches: a fresh seeded permutation each epoch, the last partial batch dropped."""
+
+    def __init__(self, n: int, batch_size: int, generator: torch.Generator):
+        if batch_size > n:
+            raise ConfigError(f"config key 'mnist.train.batch_size' ({batch_size}) exceeds the {n} training images.")
+        self.n, self.batch_size, self.generator = n, batch_size, generator
+        self.perm, self.pos = None, n
+
+    def next(self) -> torch.Tensor:
+        if self.pos + self.batch_size > self.n:
+            self.perm = torch.randperm(self.n, generator=self.generator)
+            self.pos = 0
+        idx = self.perm[self.pos : self.pos + self.batch_size]
+        self.pos += self.batch_size
+        return idx
+
+
+def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
+    """Save eval-mode weights (schedule-free's x sequence) with step, seed, loss and accuracy."""
+    optimizer.eval()
+    model.eval()
+    x_tr, y_tr, x_te, y_te = data_t
+    ckpt = {
+        "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "arch": {"d": model[0].in_features, "hidden": model[0].out_features, "n_out": model[2].out_features},
+        "step": step, "seed": seed, "config_hash": chash, "preprocess": spec,
+        "train_loss": mean_cross_entropy(model, x_tr, y_tr),
+        "test_accuracy": accuracy(model, x_te, y_te),
+    }
+    save_torch(ckpt, path)
+    optimizer.train()
+    model.train()
+    return ckpt
+
+
+def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> list[dict]:
+    """Train and write one checkpoint per entry of ``ckpt_paths`` (step → path). Returns their metadata."""
+    device = resolve_device(params.get("device", "auto"))
+    spec = make_preprocess(data.train_images, params["preprocess"]["pool"], params["preprocess"]["center"])
+    x_tr = apply_preprocess(data.train_images, spec).to(device)
+    y_tr = torch.as_tensor(data.train_labels).to(device)
+    x_te = apply_preprocess(data.test_images, spec).to(device)
+    y_te = torch.as_tensor(data.test_labels).to(device)
+    data_t = (x_tr, y_tr, x_te, y_te)
+    chash = config_hash(params)
+
+    torch.manual_seed(seed)
+    model = make_mlp(x_tr.shape[1], params["hidden"]).to(device)
+    optimizer = schedulefree.AdamWScheduleFree(
+        model.parameters(), lr=params["lr"], warmup_steps=params["warmup_steps"],
+        weight_decay=params["weight_decay"],
+    )
+    batches = EpochBatches(len(x_tr), params["batch_size"], torch.Generator().manual_seed(seed))
+    total = max(ckpt_paths)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+    optimizer.train()
+    metas = []
+    if 0 in ckpt_paths:
+        metas.append(_checkpoint(model, optimizer, 0, seed, chash, spec, data_t, ckpt_paths[0]))
+    window = torch.zeros(NAN_CHECK_EVERY, device=device)
+    log_every = max(1, total // 40)
+    t0, running = time.perf_counter(), 0.0
+    for step in range(1, total + 1):
+        idx = batches.next().to(device)
+        loss = loss_fn(model(x_tr[idx]), y_tr[idx])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        window[(step - 1) % NAN_CHECK_EVERY] = loss.detach()
+        if step % NAN_CHECK_EVERY == 0 or step == total or step in ckpt_paths:
+            filled = window[: (step - 1) % NAN_CHECK_EVERY + 1]
+            bad = (~torch.isfinite(filled)).nonzero()
+            if len(bad):
+                first = step - len(filled) + 1 + int(bad[0])
+                raise TrainingError(
+                    f"non-finite training loss at step {first} (seed {seed}); lower config key"
+                    f" 'mnist.train.lr' (now {params['lr']})."
+                )
+            running = float(filled.mean())
+        if step in ckpt_paths:
+            meta = _checkpoint(model, optimizer, step, seed, chash, spec, data_t, ckpt_paths[step])
+            metas.append(meta)
+            log.info("checkpoint step %d: train loss %.4f test accuracy %.4f", step, meta["train_loss"], meta["test_accuracy"])
+        if step % log_every == 0:
+            rate = step / (time.perf_counter() - t0)
+            log.info("step %d/%d loss %.4f (%.0f steps/s)", step, total, running, rate)
+    return [{k: m[k] for k in ("step", "train_loss", "test_accuracy")} for m in metas]
+
+
+def train_step(data_path: str | Path, outs: list[str], params: dict) -> None:
+    """Rule ``mnist_train``: ``outs`` are the checkpoint paths of ``params['steps']``, in order."""
+    steps = params["steps"]
+    if len(steps) != len(outs):
+        raise ConfigError(f"{len(outs)} checkpoint paths for {len(steps)} steps; they must match one to one.")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    data = load_mnist(data_path)
+    train_mlp(data, params, int(params["seed"]), {int(s): Path(p) for s, p in zip(steps, outs)})

@@ -1,0 +1,23 @@
+"""Helpers shared by the tests: repository paths and running the repo's Snakefile in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
+
+
+def run_snakemake(workdir: Path, *args: str, configfiles=(SMOKE,), check: bool = True, timeout: int = 900):
+    """Run the repo's Snakefile with ``workdir`` as working directory; return the CompletedProcess."""
+    cmd = [*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args]
+    if configfiles:
+        cmd += ["--configfile", *map(str, configfiles)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc

@@ -1,0 +1,1 @@
+# Study 2: cubic regressor -> activations -> SAE -> landmarks -> slope search -> clamping.

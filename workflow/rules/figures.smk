@@ -1,0 +1,1 @@
+# One rule per figure; each reads only tables and saved tensors.
