@@ -25,3 +25,9 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
+
+
+rule figures:
+    localrule: True
+    input:
+        [f for f in ALL_TARGETS if f.startswith("results/figures/")],

@@ -6,7 +6,7 @@ from pathlib import Path
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.config import validate_config
-from polyinterp.mnist.schedule import checkpoint_steps
+from polyinterp.mnist.schedule import checkpoint_steps, panel_steps, resolve_steps
 
 validate_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -22,13 +22,53 @@ _PYTHON = (
     if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable
 )
-POLYINTERP = f'PYTHONPATH="{SRC}"${{PYTHONPATH:+:$PYTHONPATH}} "{_PYTHON}" -m polyinterp'
+# Every rule calls the package through this shell function (the one CLI of design.md).
+# Snakemake formats the prefix like a command: braces are doubled.
+_CLI = 'polyinterp() {{ PYTHONPATH="<SRC>"${{PYTHONPATH:+:$PYTHONPATH}} "<PYTHON>" -m polyinterp "$@"; }}; '
+_CLI = _CLI.replace("<SRC>", str(SRC)).replace("<PYTHON>", _PYTHON)
+shell.prefix(f"set -euo pipefail; {_CLI}")
 CONDA_ENV = "../../envs/polyinterp.yaml"
 
 
 wildcard_constraints:
     seed=r"\d+",
     step=r"\d+",
+
+
+def mnist_ckpt(seed="{seed}", step="{step}"):
+    return f"results/mnist/seed{seed}/ckpt/step{step}.pt"
+
+
+def mnist_approx(seed="{seed}", step="{step}"):
+    return f"results/mnist/seed{seed}/approx/step{step}.pt"
+
+
+def previous_approx(wildcards):
+    """Warm start from the same seed's previous checkpoint, declared as an input so that results
+    never depend on job order (off with mnist.approx.warm_start: false)."""
+    step = int(wildcards.step)
+    i = MNIST_STEPS.index(step)
+    if not config["mnist"]["approx"]["warm_start"] or i == 0:
+        return []
+    return [mnist_approx(wildcards.seed, MNIST_STEPS[i - 1])]
+
+
+ABLATION_STEPS = resolve_steps(
+    config["mnist"]["ablation"]["steps"], MNIST_STEPS, "mnist.ablation.steps"
+)
+
+
+def figure_files(name):
+    return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]
+
+
+def report_figure(name, category):
+    """The figure's PDF, and its PNG marked for `snakemake --report` with a caption."""
+    pdf, png = figure_files(name)
+    return [pdf, report(png, caption=f"../report/{name}.rst", category=category)]
+
+
+FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])
 
 
 def step_params(section, **extra):

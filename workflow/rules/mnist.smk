@@ -16,7 +16,7 @@ rule mnist_data:
     conda:
         CONDA_ENV
     shell:
-        "{POLYINTERP} mnist-data --out {output:q} --params {params.p:q} > {log:q} 2>&1"
+        "polyinterp mnist-data --out {output:q} --params {params.p:q} > {log:q} 2>&1"
 
 
 rule mnist_mixture:
@@ -39,12 +39,8 @@ rule mnist_mixture:
     conda:
         CONDA_ENV
     shell:
-        "{POLYINTERP} mnist-mixture --data {input.data:q} --out {output:q}"
+        "polyinterp mnist-mixture --data {input.data:q} --out {output:q}"
         " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
-
-
-def mnist_ckpt(seed="{seed}", step="{step}"):
-    return f"results/mnist/seed{seed}/ckpt/step{step}.pt"
 
 
 rule mnist_train:
@@ -71,11 +67,102 @@ rule mnist_train:
     conda:
         CONDA_ENV
     shell:
-        "{POLYINTERP} mnist-train --data {input.data:q} --out {output:q}"
+        "polyinterp mnist-train --data {input.data:q} --out {output:q}"
         " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
 
 
-ALL_TARGETS.extend(
-    [rules.mnist_mixture.output[0]]
-    + [mnist_ckpt(seed=s, step=MNIST_STEPS[-1]) for s in SEEDS]
-)
+rule mnist_approximants:
+    input:
+        ckpt=mnist_ckpt(),
+        mixture=rules.mnist_mixture.output[0],
+        warm=previous_approx,
+    output:
+        mnist_approx(),
+    params:
+        p=lambda wc: step_params(config["mnist"]["approx"]),
+        warm=lambda wc, input: f"--warm-start {input.warm[0]!r}" if input.warm else "",
+    log:
+        log_path("mnist/approx_seed{seed}_step{step}"),
+    benchmark:
+        bench_path("mnist/approx_seed{seed}_step{step}")
+    threads: 2
+    resources:
+        mem_mb=6000,
+        runtime=30,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp mnist-approximants --ckpt {input.ckpt:q} --mixture {input.mixture:q}"
+        " {params.warm} --out {output:q} --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule mnist_metrics:
+    input:
+        ckpt=mnist_ckpt(),
+        approx=mnist_approx(),
+        mixture=rules.mnist_mixture.output[0],
+        data=rules.mnist_data.output[0],
+    output:
+        "results/mnist/seed{seed}/metrics/step{step}.parquet",
+    params:
+        p=lambda wc: step_params(config["mnist"]["metrics"]),
+    log:
+        log_path("mnist/metrics_seed{seed}_step{step}"),
+    benchmark:
+        bench_path("mnist/metrics_seed{seed}_step{step}")
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=30,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp mnist-metrics --ckpt {input.ckpt:q} --approx {input.approx:q}"
+        " --mixture {input.mixture:q} --data {input.data:q} --out {output:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule mnist_metrics_all:
+    input:
+        expand(rules.mnist_metrics.output[0], seed=SEEDS, step=MNIST_STEPS),
+    output:
+        "results/mnist/metrics.parquet",
+    log:
+        log_path("mnist/metrics_all"),
+    benchmark:
+        bench_path("mnist/metrics_all")
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp mnist-metrics-all --inputs {input:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule mnist_svd_ablation:
+    input:
+        ckpt=[mnist_ckpt(s, t) for s in SEEDS for t in ABLATION_STEPS],
+        approx=[mnist_approx(s, t) for s in SEEDS for t in ABLATION_STEPS],
+        data=rules.mnist_data.output[0],
+    output:
+        table="results/mnist/svd_ablation.parquet",
+        examples="results/mnist/svd_ablation_examples.pt",
+    params:
+        p=lambda wc: step_params(config["mnist"]["ablation"]),
+    log:
+        log_path("mnist/svd_ablation"),
+    benchmark:
+        bench_path("mnist/svd_ablation")
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp mnist-svd-ablation --ckpt {input.ckpt:q} --approx {input.approx:q}"
+        " --data {input.data:q} --out {output.table:q} --examples {output.examples:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"

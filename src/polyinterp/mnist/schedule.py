@@ -21,3 +21,27 @@ def checkpoint_steps(first_pow: int, last_pow: int, per_octave: int) -> list[int
     n = per_octave * (last_pow - first_pow)
     steps = {0} | {round(2 ** (first_pow + j / per_octave)) for j in range(n + 1)}
     return sorted(steps)
+
+
+def resolve_steps(requested: list, available: list[int], key: str) -> list[int]:
+    """Map config entries (step numbers or "last") onto checkpoint steps; unknown steps are an error."""
+    out = []
+    for item in requested:
+        step = available[-1] if item == "last" else item
+        if step not in available:
+            raise ConfigError(
+                f"config key '{key}' names step {item!r}, which is not a checkpoint;"
+                f" use \"last\" or one of {available}."
+            )
+        if step not in out:
+            out.append(step)
+    return out
+
+
+def panel_steps(available: list[int], panels: int) -> list[int]:
+    """About ``panels`` checkpoints (step > 0) evenly spread in log-step, first and last included."""
+    steps = [s for s in available if s > 0]
+    if len(steps) <= panels:
+        return steps
+    picks = {steps[round(i * (len(steps) - 1) / (panels - 1))] for i in range(panels)} if panels > 1 else {steps[-1]}
+    return sorted(picks)

@@ -32,6 +32,33 @@ def _train(args):
     train_step(args.data, args.out, args.params)
 
 
+def _approximants(args):
+    from polyinterp.mnist.approximants import approximants_step
+
+    _threads(args)
+    approximants_step(args.ckpt, args.mixture, args.out, args.params, warm_start_path=args.warm_start)
+
+
+def _metrics(args):
+    from polyinterp.mnist.metrics import metrics_step
+
+    _threads(args)
+    metrics_step(args.ckpt, args.approx, args.mixture, args.data, args.out, args.params)
+
+
+def _metrics_all(args):
+    from polyinterp.mnist.metrics import aggregate_step
+
+    aggregate_step(args.inputs, args.out)
+
+
+def _ablation(args):
+    from polyinterp.mnist.ablation import ablation_step
+
+    _threads(args)
+    ablation_step(args.ckpt, args.approx, args.data, args.out, args.examples, args.params)
+
+
 def register(sub) -> None:
     def add(name, func, help_text):
         p = sub.add_parser(name, help=help_text)
@@ -50,3 +77,27 @@ def register(sub) -> None:
     p = add("mnist-train", _train, "train the MLP and write its checkpoints")
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True, nargs="+", help="checkpoint paths, one per params['steps']")
+
+    p = add("mnist-approximants", _approximants, "linear + quadratic approximants of one checkpoint")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--mixture", required=True)
+    p.add_argument("--warm-start", default=None, help="previous checkpoint's approximants (CG warm start)")
+    p.add_argument("--out", required=True)
+
+    p = add("mnist-metrics", _metrics, "FVU / KL / accuracy of one checkpoint's approximants")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--approx", required=True)
+    p.add_argument("--mixture", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("mnist-metrics-all", _metrics_all, "concatenate the per-checkpoint metric tables")
+    p.add_argument("--inputs", required=True, nargs="+")
+    p.add_argument("--out", required=True)
+
+    p = add("mnist-svd-ablation", _ablation, "SVD ablation attack on the configured checkpoints")
+    p.add_argument("--ckpt", required=True, nargs="+")
+    p.add_argument("--approx", required=True, nargs="+")
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--examples", required=True)

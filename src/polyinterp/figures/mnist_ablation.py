@@ -1,0 +1,69 @@
+"""fig4: a test digit with k = 1…10 SVD directions ablated, and one example of every digit at
+k = 10; fig5: accuracy vs k for the MLP, its approximants and the random-direction control."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from polyinterp.figures.style import COLORS, LABELS
+from polyinterp.io import load_torch, save_figure
+
+
+def _image(x, preprocess):
+    if preprocess["center"]:
+        x = x + preprocess["mean"]
+    side = int(math.isqrt(x.numel()))
+    return x.reshape(side, side).numpy()
+
+
+def plot_ablation_examples(examples_path, out_paths) -> None:
+    import matplotlib.pyplot as plt
+
+    ex = load_torch(examples_path)
+    ks = ex["k"].tolist()[1:]
+    fig, axes = plt.subplots(2, max(len(ks), 10), figsize=(1.3 * max(len(ks), 10), 3.2), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    for col, k in enumerate(ks):
+        ax = axes[0, col]
+        ax.imshow(_image(ex["ablated_class"][k], ex["preprocess"]), cmap="gray")
+        ax.set_title(f"k={k}: pred {int(ex['ablated_class_pred'][k])}", fontsize=8)
+    for col in range(10):
+        ax = axes[1, col]
+        ax.imshow(_image(ex["digits"][col], ex["preprocess"]), cmap="gray")
+        ax.set_title(f"{int(ex['digits_label'][col])} → {int(ex['digits_pred'][col])}", fontsize=8)
+    fig.suptitle(
+        f"top: a test '{ex['class']}' with the top-k SVD directions of the linear approximant removed;"
+        f" bottom: one test image per digit at k={ex['k_digits']} (label → MLP prediction); seed {ex['seed']}, step {ex['step']}",
+        fontsize=8,
+    )
+    save_figure(fig, *out_paths)
+
+
+def plot_ablation_accuracy(table_path, out_paths) -> None:
+    import matplotlib.pyplot as plt
+
+    df = pd.read_parquet(table_path)
+    steps = sorted(df.step.unique())
+    fig, axes = plt.subplots(1, len(steps), figsize=(5.5 * len(steps), 4), squeeze=False, sharey=True)
+    for ax, step in zip(axes[0], steps):
+        at = df[df.step == step]
+        svd = at[at.directions == "svd"].groupby(["model", "k"])["accuracy"].mean().reset_index()
+        for model, group in svd.groupby("model"):
+            style = "--" if model == "quadratic_sgd" else "-"
+            ax.plot(group.k, group.accuracy, style, marker="o", color=COLORS[model], label=LABELS[model])
+        rnd = at[(at.directions == "random") & (at.model == "mlp")].groupby("k")["accuracy"]
+        if len(rnd):
+            stats = rnd.agg(["mean", "min", "max"]).reset_index()
+            ax.plot(stats.k, stats["mean"], ":", marker="s", color=COLORS["random"], label="MLP, random directions")
+            ax.fill_between(stats.k, stats["min"], stats["max"], color=COLORS["random"], alpha=0.2, lw=0)
+        ax.axhline(0.1, color="k", lw=0.5, ls=":")
+        ax.set_xlabel("directions ablated k")
+        ax.set_title(f"step {step}")
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("test accuracy")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(f"SVD ablation attack (mean over {df.seed.nunique()} seed(s))")
+    save_figure(fig, *out_paths)

@@ -1,0 +1,57 @@
+"""Per-checkpoint linear and quadratic approximants of the MNIST MLP under the class mixture."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from polyinterp.approx import MLP, Approximant, GaussianMixture, linear_approximant, quadratic_approximant
+from polyinterp.device import resolve_device
+from polyinterp.io import load_torch, save_torch
+from polyinterp.mnist.model import load_mlp
+
+log = logging.getLogger(__name__)
+
+
+def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float64) -> GaussianMixture:
+    return GaussianMixture(mixture["weights"], mixture["means"], mixture["covs"]).to(device, dtype)
+
+
+def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict | None = None) -> dict:
+    """Linear, exact quadratic and (when enabled) the paper's SGD quadratic, as state dicts."""
+    device = resolve_device(params["device"])
+    mix = load_gaussian_mixture(mixture, device)
+    mlp = MLP.from_module(load_mlp(ckpt, device).to(torch.float64))
+    out = {"step": ckpt["step"], "seed": ckpt["seed"], "ridge": mixture["ridge"], "preprocess": ckpt["preprocess"]}
+    lin = linear_approximant(mlp, mix)
+    out["linear"] = lin.to("cpu").state_dict()
+    start = Approximant.from_state_dict(warm_start["quadratic"]).to(device) if warm_start else None
+    quad = quadratic_approximant(
+        mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], warm_start=start
+    )
+    out["quadratic"] = quad.to("cpu").state_dict()
+    log.info("step %d: linear %s; quadratic exact %s", ckpt["step"], lin.fit_info, quad.fit_info)
+    if params["sgd"]["enabled"]:
+        sgd = quadratic_approximant(
+            mlp, mix, method="sgd", sgd_steps=params["sgd"]["steps"], sgd_batch=params["sgd"]["batch"],
+            sgd_lr=params["sgd"]["lr"], seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"]),
+        )
+        out["quadratic_sgd"] = sgd.to("cpu").state_dict()
+        log.info("step %d: quadratic sgd %s", ckpt["step"], sgd.fit_info)
+    return out
+
+
+def approximants_step(ckpt_path, mixture_path, out, params: dict, warm_start_path=None) -> None:
+    """Rule ``mnist_approximants`` for one (seed, step)."""
+    warm = load_torch(warm_start_path) if warm_start_path else None
+    result = fit_approximants(load_torch(ckpt_path), load_torch(mixture_path), params, warm)
+    save_torch(result, out)
+
+
+def load_approximants(path: str | Path, device="cpu") -> dict[str, Approximant]:
+    """The approximants saved by :func:`approximants_step`, keyed linear / quadratic / quadratic_sgd."""
+    saved = load_torch(path)
+    return {name: Approximant.from_state_dict(saved[name]).to(device)
+            for name in ("linear", "quadratic", "quadratic_sgd") if name in saved}

@@ -1,0 +1,90 @@
+"""Fidelity of the approximants at one checkpoint, on mixture samples and on MNIST test images.
+
+Table schema (tidy, one row per (approximant, distribution, metric)); see README "Tables":
+    seed int64, step int64, approximant str {mlp, linear, quadratic, quadratic_sgd},
+    distribution str {mixture, test}, metric str {fvu, kl, accuracy}, value float64,
+    mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from polyinterp.approx import fvu, kl_divergence
+from polyinterp.device import resolve_device
+from polyinterp.io import load_torch, save_parquet
+from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
+from polyinterp.mnist.data import load_mnist
+from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.preprocess import apply_preprocess
+
+COLUMNS = {
+    "seed": "int64", "step": "int64", "approximant": "string", "distribution": "string",
+    "metric": "string", "value": "float64", "mlp_train_loss": "float64",
+    "mlp_test_accuracy": "float64", "ridge": "float64", "n_samples": "int64",
+}
+CHUNK = 8192
+
+
+@torch.no_grad()
+def _evaluate(fn, x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([fn(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)])
+
+
+def mixture_samples(mixture: dict, n: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` seeded samples of the class mixture (float64) and their component (class) labels."""
+    mix = load_gaussian_mixture(mixture, device)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    x, labels = mix.sample(n, generator=generator)
+    return x, labels
+
+
+@torch.no_grad()
+def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str) -> list[dict]:
+    f = _evaluate(lambda v: model(v), x)
+    rows = [dict(approximant="mlp", distribution=distribution, metric="accuracy",
+                 value=float((f.argmax(1) == labels).double().mean()))]
+    for name, approx in approximants.items():
+        g = _evaluate(approx, x)
+        rows += [
+            dict(approximant=name, distribution=distribution, metric="fvu", value=float(fvu(f, g))),
+            dict(approximant=name, distribution=distribution, metric="kl", value=float(kl_divergence(f, g))),
+            dict(approximant=name, distribution=distribution, metric="accuracy",
+                 value=float((g.argmax(1) == labels).double().mean())),
+        ]
+    return rows
+
+
+def metrics_table(ckpt: dict, approx_path, mixture: dict, mnist, params: dict) -> pd.DataFrame:
+    device = resolve_device(params["device"])
+    model = load_mlp(ckpt, device).to(torch.float64)
+    approximants = load_approximants(approx_path, device)
+    x_mix, y_mix = mixture_samples(mixture, params["mixture_samples"], int(ckpt["seed"]), device)
+    x_te = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
+    y_te = torch.as_tensor(mnist.test_labels, device=device)
+    rows = fidelity_rows(model, approximants, x_mix.to(device), y_mix.to(device), "mixture")
+    rows += fidelity_rows(model, approximants, x_te, y_te, "test")
+    df = pd.DataFrame(rows)
+    df.insert(0, "seed", int(ckpt["seed"]))
+    df.insert(1, "step", int(ckpt["step"]))
+    df["mlp_train_loss"] = float(ckpt["train_loss"])
+    df["mlp_test_accuracy"] = float(ckpt["test_accuracy"])
+    df["ridge"] = float(mixture["ridge"])
+    df["n_samples"] = [len(x_mix) if d == "mixture" else len(x_te) for d in df["distribution"]]
+    return df[list(COLUMNS)].astype(COLUMNS)
+
+
+def metrics_step(ckpt_path, approx_path, mixture_path, data_path, out, params: dict) -> None:
+    """Rule ``mnist_metrics`` for one (seed, step)."""
+    df = metrics_table(load_torch(ckpt_path), approx_path, load_torch(mixture_path), load_mnist(data_path), params)
+    save_parquet(df, out)
+
+
+def aggregate_step(paths: list[str], out) -> None:
+    """Rule ``mnist_metrics_all``: every seed and step in one tidy table, sorted."""
+    df = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    df = df.astype(COLUMNS).sort_values(["seed", "step", "approximant", "distribution", "metric"], kind="stable")
+    save_parquet(df.reset_index(drop=True), out)
