@@ -12,7 +12,9 @@ min_version("9.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-configfile: "config.yaml"
+# The default config lives beside this file (also when run with --directory elsewhere);
+# --configfile FILE ... overrides the keys it names.
+configfile: Path(workflow.basedir) / "config.yaml"
 
 
 include: "workflow/rules/common.smk"

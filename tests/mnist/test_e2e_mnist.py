@@ -1,0 +1,62 @@
+"""End to end on the smoke config: every MNIST table has its schema and sane values."""
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from polyinterp.mnist.ablation import COLUMNS as ABLATION_COLUMNS
+from polyinterp.mnist.metrics import COLUMNS as METRIC_COLUMNS
+
+pytestmark = pytest.mark.e2e
+ARROW_TYPES = {"int64": {"int64"}, "float64": {"double"}, "string": {"string", "large_string"}}
+
+
+def assert_schema(path, columns: dict) -> None:
+    """Column names, order and Arrow types as documented in the README's table schemas."""
+    schema = pq.read_schema(path)
+    assert schema.names == list(columns)
+    for name, dtype in columns.items():
+        assert str(schema.field(name).type) in ARROW_TYPES[dtype], (name, schema.field(name).type)
+
+
+def test_metrics_table_schema_and_ranges(smoke_run):
+    path = smoke_run / "results/mnist/metrics.parquet"
+    assert_schema(path, METRIC_COLUMNS)
+    df = pd.read_parquet(path)
+    assert set(df.approximant) == {"mlp", "linear", "quadratic", "quadratic_sgd"}
+    assert set(df.distribution) == {"mixture", "test"}
+    assert df.value.notna().all()
+    for metric, (lo, hi) in {"fvu": (0, np.inf), "kl": (0, np.inf), "accuracy": (0, 1)}.items():
+        values = df[df.metric == metric].value
+        assert len(values) and values.between(lo, hi).all(), metric
+    assert df.mlp_test_accuracy.between(0, 1).all() and (df.mlp_train_loss > 0).all()
+    # quadratic FVU <= linear FVU at every checkpoint (the quadratic basis contains the linear one;
+    # the exact fit is optimal under the mixture, so on mixture samples only MC error can reverse it)
+    fvu = df[(df.metric == "fvu") & (df.distribution == "mixture")].pivot(index=["seed", "step"], columns="approximant", values="value")
+    n = df[df.distribution == "mixture"].n_samples.iloc[0]
+    slack = 5 * fvu["linear"] * np.sqrt(2 / n)
+    assert (fvu["quadratic"] <= fvu["linear"] + slack).all(), fvu
+    # the trained MLP beats chance by far at the last checkpoint
+    last = df[df.step == df.step.max()]
+    assert last[(last.approximant == "mlp") & (last.distribution == "test")].value.min() > 0.6
+
+
+def test_svd_ablation_table(smoke_run):
+    path = smoke_run / "results/mnist/svd_ablation.parquet"
+    assert_schema(path, ABLATION_COLUMNS)
+    df = pd.read_parquet(path)
+    assert df.accuracy.between(0, 1).all()
+    assert sorted(df.k.unique()) == list(range(11))
+    svd = df[(df.directions == "svd") & (df.model == "mlp")].set_index("k").accuracy
+    rnd = df[(df.directions == "random") & (df.model == "mlp")].groupby("k").accuracy.mean()
+    # removing the top SVD directions hurts much more than removing random ones
+    assert svd[10] < 0.3 and rnd[10] > svd[10] + 0.2
+    assert svd[0] == pytest.approx(rnd[0])
+
+
+def test_every_mnist_figure_exists(smoke_run):
+    for n in range(1, 6):
+        for ext in ("pdf", "png"):
+            path = smoke_run / f"results/figures/fig{n}.{ext}"
+            assert path.stat().st_size > 5_000, path

@@ -1,0 +1,55 @@
+"""Dry runs: every config lists the jobs it should, and one figure builds only what it needs."""
+
+import re
+
+import pytest
+import yaml
+
+from workflow_helpers import REPO, SMOKE, run_snakemake
+from polyinterp.mnist.schedule import checkpoint_steps
+
+PAPER = REPO / "workflow" / "configs" / "paper.yaml"
+
+
+def job_counts(stdout: str) -> dict[str, int]:
+    table = stdout[stdout.index("Job stats:") :]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
+def merged(path):
+    base = yaml.safe_load((REPO / "config.yaml").read_text())
+    over = yaml.safe_load(path.read_text()) if path else {}
+    for key in ("seeds",):
+        base[key] = over.get(key, base[key])
+    ck = {**base["mnist"]["train"]["checkpoints"], **over.get("mnist", {}).get("train", {}).get("checkpoints", {})}
+    return base["seeds"], checkpoint_steps(**ck)
+
+
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+def test_dry_run_lists_every_job(tmp_path, configfile):
+    proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(configfile,) if configfile else ())
+    counts = job_counts(proc.stdout)
+    seeds, steps = merged(configfile)
+    assert counts["mnist_data"] == 1 and counts["mnist_mixture"] == 1
+    assert counts["mnist_train"] == len(seeds)
+    assert counts["mnist_approximants"] == len(seeds) * len(steps)
+    assert counts["mnist_metrics"] == len(seeds) * len(steps)
+    for rule in ("mnist_metrics_all", "mnist_svd_ablation", "fig1_features", "fig2_fvu", "fig3_kl",
+                 "fig4_ablated_digits", "fig5_ablation_accuracy"):
+        assert counts[rule] == 1, rule
+
+
+@pytest.mark.parametrize(
+    "target, needed, not_needed",
+    [
+        ("results/figures/fig2.pdf", {"mnist_metrics", "mnist_approximants", "fig2_fvu"}, {"mnist_svd_ablation", "fig3_kl"}),
+        ("results/figures/fig5.pdf", {"mnist_svd_ablation", "fig5_ablation_accuracy"}, {"mnist_metrics", "fig4_ablated_digits"}),
+        ("fig4", {"mnist_svd_ablation", "fig4_ablated_digits"}, {"mnist_metrics_all", "fig5_ablation_accuracy"}),
+    ],
+)
+def test_one_figure_builds_only_what_it_needs(tmp_path, target, needed, not_needed):
+    proc = run_snakemake(tmp_path, target, "-n", "--quiet", "rules", configfiles=(SMOKE,))
+    counts = job_counts(proc.stdout)
+    assert needed <= set(counts), counts
+    assert not (not_needed & set(counts)), counts
+    assert not any(rule.startswith("cubic") for rule in counts), counts
