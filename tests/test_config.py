@@ -56,7 +56,7 @@ def test_every_schema_property_is_documented_and_typed():
     def walk(node, path):
         for name, sub in node.get("properties", {}).items():
             where = f"{path}.{name}".lstrip(".")
-            if "description" not in sub or not ({"type", "enum"} & set(sub)):
+            if "description" not in sub or not ({"type", "enum", "const", "$ref", "oneOf", "anyOf"} & set(sub)):
                 missing.append(where)
             if sub.get("type") == "object":
                 if sub.get("properties") and sub.get("additionalProperties") is not False:

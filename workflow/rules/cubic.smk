@@ -1,1 +1,375 @@
-# Study 2: cubic regressor -> activations -> SAE -> landmarks -> slope search -> clamping.
+# Study 2: cubic regressor -> activations -> SAE -> landmarks -> band detection -> slope search
+# -> clamping -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
+# cubic_clamp (figures) and cubic (everything). Steps are `polyinterp cubic-<step>`.
+
+from polyinterp.cubic.sections import sections
+
+CUBIC = "results/cubic/seed{seed}"
+
+
+rule cubic_train:
+    output:
+        model=f"{CUBIC}/model.pt",
+        checkpoints=f"{CUBIC}/checkpoints.pt",
+        curve=f"{CUBIC}/train_curve.parquet",
+        fit=f"{CUBIC}/fit.parquet",
+        curves=f"{CUBIC}/fit_curves.parquet",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "task", "model", "train"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/train_seed{seed}"),
+    benchmark:
+        bench_path("cubic/train_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-train --model {output.model:q} --checkpoints {output.checkpoints:q}"
+        " --curve {output.curve:q} --fit {output.fit:q} --curves {output.curves:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule cubic_activations:
+    input:
+        model=rules.cubic_train.output.model,
+    output:
+        f"{CUBIC}/activations.pt",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "activations"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/activations_seed{seed}"),
+    benchmark:
+        bench_path("cubic/activations_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-activations --model {input.model:q} --out {output:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule cubic_sae:
+    input:
+        acts=rules.cubic_activations.output[0],
+        model=rules.cubic_train.output.model,
+    output:
+        sae=f"{CUBIC}/sae.pt",
+        metrics=f"{CUBIC}/sae_metrics.parquet",
+        latents=f"{CUBIC}/sae_latents.parquet",
+        curve=f"{CUBIC}/sae_curve.parquet",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "sae"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/sae_seed{seed}"),
+    benchmark:
+        bench_path("cubic/sae_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=30,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-sae --acts {input.acts:q} --model {input.model:q} --out {output.sae:q}"
+        " --metrics {output.metrics:q} --latents {output.latents:q} --curve {output.curve:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule cubic_landmark_table:
+    input:
+        model=rules.cubic_train.output.model,
+        sae=rules.cubic_sae.output.sae,
+    output:
+        table=f"{CUBIC}/landmarks.parquet",
+        ranking=f"{CUBIC}/landmark_ranking.parquet",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "landmarks"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/landmarks_seed{seed}"),
+    benchmark:
+        bench_path("cubic/landmarks_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=15,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-landmarks --model {input.model:q} --sae {input.sae:q} --out {output.table:q}"
+        " --ranking {output.ranking:q} --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule cubic_band_detection:
+    input:
+        model=rules.cubic_train.output.model,
+        sae=rules.cubic_sae.output.sae,
+    output:
+        slices=f"{CUBIC}/band_slices.parquet",
+        latents=f"{CUBIC}/band_latents.parquet",
+        grid=f"{CUBIC}/band_grid.pt",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "bands"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/bands_seed{seed}"),
+    benchmark:
+        bench_path("cubic/bands_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=15,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-bands --model {input.model:q} --sae {input.sae:q} --slices {output.slices:q}"
+        " --out {output.latents:q} --grid {output.grid:q} --params {params.p:q} --threads {threads}"
+        " > {log:q} 2>&1"
+
+
+rule cubic_slope_search:
+    input:
+        acts=rules.cubic_activations.output[0],
+        sae=rules.cubic_sae.output.sae,
+        bands=rules.cubic_band_detection.output.latents,
+    output:
+        scan=f"{CUBIC}/slope_scan.parquet",
+        best=f"{CUBIC}/slopes.parquet",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "slopes"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/slopes_seed{seed}"),
+    benchmark:
+        bench_path("cubic/slopes_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-slopes --acts {input.acts:q} --sae {input.sae:q} --bands {input.bands:q}"
+        " --scan {output.scan:q} --out {output.best:q} --params {params.p:q} --threads {threads}"
+        " > {log:q} 2>&1"
+
+
+rule cubic_clamping:
+    input:
+        model=rules.cubic_train.output.model,
+        sae=rules.cubic_sae.output.sae,
+        slopes=rules.cubic_slope_search.output.best,
+    output:
+        curves=f"{CUBIC}/clamp.parquet",
+        summary=f"{CUBIC}/clamp_summary.parquet",
+    params:
+        p=lambda wc: step_params(sections(config["cubic"], "clamp"), seed=int(wc.seed)),
+    log:
+        log_path("cubic/clamp_seed{seed}"),
+    benchmark:
+        bench_path("cubic/clamp_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-clamp --model {input.model:q} --sae {input.sae:q} --slopes {input.slopes:q}"
+        " --out {output.curves:q} --summary {output.summary:q} --params {params.p:q}"
+        " --threads {threads} > {log:q} 2>&1"
+
+
+rule cubic_summary:
+    input:
+        fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
+        sae=expand(rules.cubic_sae.output.metrics, seed=SEEDS),
+        slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+    output:
+        summary="results/cubic/summary.parquet",
+        seeds="results/cubic/slopes_per_seed.parquet",
+        spread="results/cubic/slopes_spread.parquet",
+    log:
+        log_path("cubic/summary"),
+    benchmark:
+        bench_path("cubic/summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-summary --fit {input.fit:q} --sae {input.sae:q} --slopes {input.slopes:q}"
+        " --out {output.summary:q} --slopes-seeds {output.seeds:q} --slopes-spread {output.spread:q}"
+        " > {log:q} 2>&1"
+
+
+# ----------------------------------------------------------------------------------- figures
+# Per-seed panels show the first seed; multi-seed panels show every seed.
+_FIRST = {"seed": SEEDS[0]}
+
+
+rule cubic_fig_fit:
+    input:
+        curves=expand(rules.cubic_train.output.curves, **_FIRST),
+        train_curves=expand(rules.cubic_train.output.curve, seed=SEEDS),
+        fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
+    output:
+        report_figure("cubic_fit", "Cubic regressor"),
+    log:
+        log_path("figures/cubic_fit"),
+    benchmark:
+        bench_path("figures/cubic_fit")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-fig-fit --curves {input.curves:q} --train-curves {input.train_curves:q}"
+        " --fit {input.fit:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule cubic_fig_landmarks:
+    input:
+        table=expand(rules.cubic_landmark_table.output.table, **_FIRST),
+        ranking=expand(rules.cubic_landmark_table.output.ranking, **_FIRST),
+    output:
+        report_figure("cubic_landmarks", "Cubic regressor"),
+    params:
+        p=lambda wc: step_params({"top": config["cubic"]["landmarks"]["figure_top"]}),
+    log:
+        log_path("figures/cubic_landmarks"),
+    benchmark:
+        bench_path("figures/cubic_landmarks")
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-fig-landmarks --table {input.table:q} --ranking {input.ranking:q}"
+        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule cubic_fig_bands:
+    input:
+        grid=expand(rules.cubic_band_detection.output.grid, **_FIRST),
+        bands=expand(rules.cubic_band_detection.output.latents, **_FIRST),
+        slopes=expand(rules.cubic_slope_search.output.best, **_FIRST),
+    output:
+        report_figure("cubic_bands", "Cubic regressor"),
+    params:
+        p=lambda wc: step_params({"max_latents": config["cubic"]["bands"]["figure_latents"]}),
+    log:
+        log_path("figures/cubic_bands"),
+    benchmark:
+        bench_path("figures/cubic_bands")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-fig-bands --grid {input.grid:q} --bands {input.bands:q} --slopes {input.slopes:q}"
+        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule cubic_fig_slopes:
+    input:
+        scan=expand(rules.cubic_slope_search.output.scan, **_FIRST),
+        slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+        seeds=rules.cubic_summary.output.seeds,
+    output:
+        report_figure("cubic_slopes", "Cubic regressor"),
+    log:
+        log_path("figures/cubic_slopes"),
+    benchmark:
+        bench_path("figures/cubic_slopes")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-fig-slopes --scan {input.scan:q} --slopes {input.slopes:q} --seeds {input.seeds:q}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule cubic_fig_clamp:
+    input:
+        curves=expand(rules.cubic_clamping.output.curves, **_FIRST),
+        summary=expand(rules.cubic_clamping.output.summary, **_FIRST),
+    output:
+        report_figure("cubic_clamp", "Cubic regressor"),
+    params:
+        p=lambda wc: step_params({"max_latents": config["cubic"]["clamp"]["max_latents"]}),
+    log:
+        log_path("figures/cubic_clamp"),
+    benchmark:
+        bench_path("figures/cubic_clamp")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp cubic-fig-clamp --curves {input.curves:q} --summary {input.summary:q}"
+        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+
+
+CUBIC_TABLES = [
+    *expand(rules.cubic_train.output.fit, seed=SEEDS),
+    *expand(rules.cubic_sae.output.metrics, seed=SEEDS),
+    *expand(rules.cubic_landmark_table.output.ranking, seed=SEEDS),
+    *expand(rules.cubic_band_detection.output.latents, seed=SEEDS),
+    *expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+    *expand(rules.cubic_clamping.output.summary, seed=SEEDS),
+    *rules.cubic_summary.output,
+]
+CUBIC_FIGURES = [
+    f for n in ("cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp")
+    for f in figure_files(n)
+]
+ALL_TARGETS.extend(CUBIC_TABLES + CUBIC_FIGURES)
+
+
+rule cubic_fit:
+    localrule: True
+    input:
+        figure_files("cubic_fit"),
+
+
+rule cubic_landmarks:
+    localrule: True
+    input:
+        figure_files("cubic_landmarks"),
+
+
+rule cubic_bands:
+    localrule: True
+    input:
+        figure_files("cubic_bands"),
+
+
+rule cubic_slopes:
+    localrule: True
+    input:
+        figure_files("cubic_slopes"),
+
+
+rule cubic_clamp:
+    localrule: True
+    input:
+        figure_files("cubic_clamp"),
+
+
+rule cubic:
+    localrule: True
+    input:
+        CUBIC_TABLES + CUBIC_FIGURES,

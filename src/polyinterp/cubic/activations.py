@@ -1,0 +1,51 @@
+"""Activations of the regressor's last hidden layer (15 wide, after its ReLU) on fresh inputs.
+
+Two sets per seed, from their own random streams (never the training or validation samples): the
+``train`` set the SAE is fitted on and the slope search buckets, and a ``heldout`` set for every
+held-out score. Stored as one torch file with the inputs (x, a, b), the activations and the model's
+output, so later steps need not rerun the regressor.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from polyinterp.cubic.model import load_model
+from polyinterp.cubic.task import STREAM_ACTS, STREAM_HELDOUT, generator, sample_inputs
+from polyinterp.device import resolve_device
+from polyinterp.errors import DataError
+from polyinterp.io import load_torch, save_torch
+
+
+@torch.no_grad()
+def hidden_activations(model, inputs: torch.Tensor, device, batch: int = 65536) -> tuple[torch.Tensor, torch.Tensor]:
+    """(last-hidden activations ``[n, w]``, model outputs ``[n]``) on the CPU, computed in batches."""
+    hs, ys = [], []
+    for i in range(0, len(inputs), batch):
+        h = model.hidden(inputs[i : i + batch].to(device))
+        hs.append(h.cpu())
+        ys.append(model.head(h).cpu())
+    return torch.cat(hs), torch.cat(ys)
+
+
+def activations_step(model_path, out, params: dict) -> None:
+    """Step ``cubic-activations``: write ``{split: {inputs, acts, y_model}}`` for train and heldout."""
+    seed = int(params["seed"])
+    device = resolve_device(params.get("device", "auto"))
+    model = load_model(model_path, device)
+    meta = load_torch(model_path)
+    ranges = meta["ranges"]
+    blob = {"seed": seed, "ranges": ranges, "width": model.widths[-2]}
+    for split, n, stream in (("train", params["n_train"], STREAM_ACTS), ("heldout", params["n_heldout"], STREAM_HELDOUT)):
+        inputs = sample_inputs(n, ranges, generator(seed, stream))
+        acts, y = hidden_activations(model, inputs, device)
+        blob[split] = {"inputs": inputs, "acts": acts, "y_model": y}
+    save_torch(blob, out)
+
+
+def load_activations(path) -> dict:
+    blob = load_torch(path)
+    for split in ("train", "heldout"):
+        if split not in blob or "acts" not in blob[split]:
+            raise DataError(f"{path} has no '{split}' activations; rebuild it with cubic-activations.")
+    return blob

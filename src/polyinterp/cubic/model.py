@@ -1,0 +1,67 @@
+"""The cubic regressor: an MLP 3 → 64 → 64 → 64 → 15 → 1 with ReLU, split at the 15-wide layer.
+
+``hidden(inputs)`` is the 15-wide activation after its ReLU (the input of the last Linear), and
+``head(h)`` finishes the forward pass, so ``model(inputs) == head(hidden(inputs))``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from polyinterp.errors import DataError
+
+DEFAULT_WIDTHS = (3, 64, 64, 64, 15, 1)
+
+
+class CubicMLP(nn.Module):
+    def __init__(self, widths=DEFAULT_WIDTHS):
+        super().__init__()
+        widths = tuple(int(w) for w in widths)
+        if len(widths) < 3 or widths[0] != 3 or widths[-1] != 1:
+            raise DataError(f"cubic MLP widths {widths} must start at 3 (x, a, b) and end at 1 (y).")
+        self.widths = widths
+        layers = []
+        for i in range(len(widths) - 2):
+            layers += [nn.Linear(widths[i], widths[i + 1]), nn.ReLU()]
+        self.body = nn.Sequential(*layers)
+        self.out = nn.Linear(widths[-2], widths[-1])
+
+    def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Last hidden layer, after its ReLU: ``[n, widths[-2]]``."""
+        return self.body(inputs)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Finish the forward pass from the last hidden layer: ``[n]``."""
+        return self.out(h).squeeze(-1)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.hidden(inputs))
+
+
+def build_model(widths, seed: int) -> CubicMLP:
+    """A freshly initialised model; the seed fixes the initial weights."""
+    from polyinterp.cubic.task import STREAM_INIT, generator
+
+    model = CubicMLP(widths)
+    g = generator(seed, STREAM_INIT)
+    with torch.no_grad():
+        for layer in [m for m in model.modules() if isinstance(m, nn.Linear)]:
+            bound = 1.0 / layer.in_features**0.5
+            # Kaiming-uniform for ReLU (gain √2) on weights, PyTorch's default range on biases.
+            w_bound = (6.0 / layer.in_features) ** 0.5
+            layer.weight.copy_((torch.rand(layer.weight.shape, generator=g) * 2 - 1) * w_bound)
+            layer.bias.copy_((torch.rand(layer.bias.shape, generator=g) * 2 - 1) * bound)
+    return model
+
+
+def load_model(path, device="cpu") -> CubicMLP:
+    """Load the final model written by the train step (``model.pt``)."""
+    from polyinterp.io import load_torch
+
+    blob = load_torch(path)
+    if "state" not in blob or "widths" not in blob:
+        raise DataError(f"{path} is not a cubic model file (no 'state'/'widths'); rebuild it with cubic-train.")
+    model = CubicMLP(blob["widths"])
+    model.load_state_dict(blob["state"])
+    return model.to(device).eval()

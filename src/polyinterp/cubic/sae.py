@@ -1,0 +1,257 @@
+"""TopK sparse autoencoder (Gao et al. 2024, "Scaling and evaluating sparse autoencoders") in plain PyTorch.
+
+    pre(x)  = W_enc (x − b_dec) + b_enc                    b_dec: pre-encoder bias, init = geometric median
+    z(x)    = ReLU(TopK(pre(x)))                           only the k largest pre-activations survive
+    x̂(z)    = W_dec z + b_dec                              columns of W_dec have unit norm
+
+Training loss: normalised MSE  ‖x − x̂‖² / ‖x − x̄‖²  plus ``aux_coef`` × AuxK loss. AuxK: a latent is
+*dead* when it has not fired on any of the last ``dead_threshold`` training samples; the top
+``aux_k`` pre-activations among dead latents reconstruct the main residual e = x − x̂ (detached),
+scored as ‖e − ê‖² / ‖e − ē‖², which sends gradient to dead latents. Decoder columns stay unit-norm:
+the gradient component parallel to each column is removed before the optimiser step and the columns
+are renormalised after it. W_enc is initialised as W_decᵀ.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import pandas as pd
+import torch
+from torch import nn
+
+from polyinterp.config import config_hash
+from polyinterp.errors import ConfigError, DataError, TrainingError
+
+log = logging.getLogger(__name__)
+
+
+def geometric_median(points: torch.Tensor, iters: int = 100, tol: float = 1e-7) -> torch.Tensor:
+    """Weiszfeld's algorithm (float64): the point minimising the sum of Euclidean distances."""
+    x = points.double()
+    y = x.mean(0)
+    for _ in range(iters):
+        dist = (x - y).norm(dim=1).clamp_min(1e-12)
+        w = 1.0 / dist
+        y_new = (w[:, None] * x).sum(0) / w.sum()
+        if (y_new - y).norm() <= tol * (1 + y.norm()):
+            y = y_new
+            break
+        y = y_new
+    return y.to(points.dtype)
+
+
+def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the k largest entries of each row (ReLU applied to them), zero the rest."""
+    vals, idx = pre.topk(k, dim=-1)
+    return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
+
+
+class TopKSAE(nn.Module):
+    def __init__(self, d: int, m: int, k: int):
+        super().__init__()
+        if not 1 <= k <= m:
+            raise ConfigError(f"config key 'cubic.sae.k' ({k}) must be between 1 and cubic.sae.latents ({m}).")
+        self.d, self.m, self.k = d, m, k
+        self.W_enc = nn.Parameter(torch.zeros(m, d))
+        self.b_enc = nn.Parameter(torch.zeros(m))
+        self.W_dec = nn.Parameter(torch.zeros(d, m))
+        self.b_dec = nn.Parameter(torch.zeros(d))
+
+    def init_weights(self, generator: torch.Generator, b_dec: torch.Tensor | None = None) -> None:
+        with torch.no_grad():
+            w = torch.randn(self.d, self.m, generator=generator)
+            self.W_dec.copy_(w / w.norm(dim=0, keepdim=True))
+            self.W_enc.copy_(self.W_dec.T)
+            self.b_enc.zero_()
+            self.b_dec.copy_(b_dec if b_dec is not None else torch.zeros(self.d))
+
+    def pre(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.b_dec) @ self.W_enc.T + self.b_enc
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return topk_relu(self.pre(x), self.k)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return z @ self.W_dec.T + self.b_dec
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))
+
+    @torch.no_grad()
+    def normalize_decoder(self) -> None:
+        self.W_dec.div_(self.W_dec.norm(dim=0, keepdim=True).clamp_min(1e-12))
+
+    @torch.no_grad()
+    def remove_parallel_grad(self) -> None:
+        """Project out of each decoder column's gradient its component along the (unit) column."""
+        if self.W_dec.grad is None:
+            return
+        w, g = self.W_dec, self.W_dec.grad
+        g.sub_(w * (w * g).sum(0, keepdim=True))
+
+    def state(self) -> dict:
+        return {"d": self.d, "m": self.m, "k": self.k,
+                "state": {n: p.detach().cpu().clone() for n, p in self.state_dict().items()}}
+
+    @classmethod
+    def from_state(cls, blob: dict) -> "TopKSAE":
+        sae = cls(blob["d"], blob["m"], blob["k"])
+        sae.load_state_dict(blob["state"])
+        return sae
+
+
+def auxk_loss(sae: TopKSAE, pre: torch.Tensor, residual: torch.Tensor, dead: torch.Tensor, aux_k: int) -> torch.Tensor:
+    """AuxK loss: reconstruct ``residual`` from the top ``aux_k`` pre-activations of dead latents."""
+    n_dead = int(dead.sum())
+    if n_dead == 0:
+        return pre.new_zeros(())
+    masked = pre.masked_fill(~dead, float("-inf"))
+    z = topk_relu(masked, min(aux_k, n_dead))
+    z = torch.nan_to_num(z, neginf=0.0)
+    recon = z @ sae.W_dec.T
+    denom = (residual - residual.mean(0)).pow(2).sum(-1).mean().clamp_min(1e-12)
+    return (residual - recon).pow(2).sum(-1).mean() / denom
+
+
+@torch.no_grad()
+def evaluate_sae(sae: TopKSAE, x: torch.Tensor, batch: int = 65536) -> dict:
+    """Held-out R² (1 − SSE/SST over all dimensions), mean L0, per-latent firing rates and means."""
+    sse, fires, sums, l0 = 0.0, torch.zeros(sae.m, dtype=torch.float64), torch.zeros(sae.m, dtype=torch.float64), 0.0
+    device = sae.W_dec.device
+    for i in range(0, len(x), batch):
+        xb = x[i : i + batch].to(device)
+        z = sae.encode(xb)
+        sse += float((sae.decode(z) - xb).double().pow(2).sum())
+        active = (z > 0).double().cpu()
+        fires += active.sum(0)
+        sums += z.double().cpu().sum(0)
+        l0 += float(active.sum())
+    sst = float((x.double() - x.double().mean(0)).pow(2).sum())
+    n = len(x)
+    return {"r2": 1 - sse / sst, "l0": l0 / n, "fire_rate": fires / n, "mean_act": sums / n,
+            "dead_frac": float((fires == 0).double().mean())}
+
+
+def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu")):
+    """Fit a TopK SAE on the rows of ``x`` ([n, d]). Returns (sae, curve rows, samples_since_fired)."""
+    from polyinterp.cubic.task import STREAM_SAE, generator
+
+    n, d = x.shape
+    m, k = params["latents"], params["k"]
+    if params["batch_size"] > n:
+        raise ConfigError(f"config key 'cubic.sae.batch_size' ({params['batch_size']}) exceeds the {n} activations.")
+    gen = generator(seed, STREAM_SAE)
+    sae = TopKSAE(d, m, k)
+    gm_n = min(n, params["geometric_median_samples"])
+    gm_idx = torch.randperm(n, generator=gen)[:gm_n]
+    sae.init_weights(gen, geometric_median(x[gm_idx], iters=params["geometric_median_iters"]))
+    sae.to(device)
+    x_dev = x.to(device)
+    var = float((x.double() - x.double().mean(0)).pow(2).sum(-1).mean())
+    if var <= 0:
+        raise DataError("the activations to fit the SAE on are constant (zero variance); the regressor's last hidden layer is dead.")
+    opt = torch.optim.Adam(sae.parameters(), lr=params["lr"], betas=(0.9, 0.999), eps=6.25e-10)
+    since_fired = torch.zeros(m, dtype=torch.long, device=device)
+    steps, bs = params["steps"], params["batch_size"]
+    perm, pos = None, n
+    curve, acc = [], {"mse": 0.0, "aux": 0.0, "count": 0}
+    t0 = time.time()
+    for step in range(1, steps + 1):
+        if pos + bs > n:
+            perm, pos = torch.randperm(n, generator=gen).to(device), 0
+        xb = x_dev[perm[pos : pos + bs]]
+        pos += bs
+        lr = params["lr"] * min(1.0, (steps - step + 1) / max(1, int(params["decay_frac"] * steps)))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        pre = sae.pre(xb)
+        z = topk_relu(pre, k)
+        recon = sae.decode(z)
+        mse = (recon - xb).pow(2).sum(-1).mean() / var
+        fired = (z > 0).any(0)
+        since_fired += bs
+        since_fired[fired] = 0
+        dead = since_fired >= params["dead_threshold"]
+        aux = auxk_loss(sae, pre, (xb - recon).detach(), dead, params["aux_k"])
+        loss = mse + params["aux_coef"] * aux
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        sae.remove_parallel_grad()
+        opt.step()
+        sae.normalize_decoder()
+        acc["mse"] += float(mse.detach())
+        acc["aux"] += float(aux.detach())
+        acc["count"] += 1
+        if step % params["log_every"] == 0 or step == steps:
+            if not math.isfinite(acc["mse"]):
+                raise TrainingError(f"SAE training (seed {seed}) diverged by step {step}; lower cubic.sae.lr.")
+            row = {"step": step, "nmse": acc["mse"] / acc["count"], "aux_loss": acc["aux"] / acc["count"],
+                   "dead_frac": float(dead.double().mean()), "lr": lr}
+            curve.append(row)
+            log.info("SAE step %d  nMSE %.4f  aux %.4f  dead %.3f  (%.1f s)", step, row["nmse"], row["aux_loss"],
+                     row["dead_frac"], time.time() - t0)
+            acc = {"mse": 0.0, "aux": 0.0, "count": 0}
+    return sae.eval(), curve, since_fired.cpu()
+
+
+def sae_step(acts_path, model_path, out_sae, out_metrics, out_latents, out_curve, params: dict) -> None:
+    """Step ``cubic-sae``: fit on the train activations, score on the held-out ones."""
+    from polyinterp.cubic.activations import load_activations
+    from polyinterp.cubic.model import load_model
+    from polyinterp.cubic.task import target
+    from polyinterp.device import resolve_device
+    from polyinterp.io import save_parquet, save_torch
+
+    seed = int(params["seed"])
+    device = resolve_device(params.get("device", "auto"))
+    blob = load_activations(acts_path)
+    x_tr, ho = blob["train"]["acts"], blob["heldout"]
+    t0 = time.time()
+    sae, curve, since_fired = train_sae(x_tr, params, seed, device)
+    seconds = time.time() - t0
+    ev = evaluate_sae(sae, ho["acts"])
+    ev_tr = evaluate_sae(sae, x_tr)
+
+    # Downstream: the regressor finished from the SAE reconstruction instead of its own activation.
+    model = load_model(model_path, device)
+    with torch.no_grad():
+        y_true = target(ho["inputs"]).double()
+        y_splice = model.head(sae(ho["acts"].to(device))).cpu().double()
+    var_y = float(y_true.var())
+    rel_spliced = float((y_splice - y_true).pow(2).mean()) / var_y
+    rel_model = float((ho["y_model"].double() - y_true).pow(2).mean()) / var_y
+
+    dead_train = float((since_fired >= params["dead_threshold"]).double().mean())
+    metrics = pd.DataFrame([{
+        "seed": seed, "latents": sae.m, "k": sae.k, "r2_heldout": ev["r2"], "r2_train": ev_tr["r2"],
+        "l0_heldout": ev["l0"], "dead_frac_heldout": ev["dead_frac"], "dead_frac_train": dead_train,
+        "rel_mse_model": rel_model, "rel_mse_spliced": rel_spliced, "r2_target": float(params["r2_target"]),
+        "r2_target_met": bool(ev["r2"] >= params["r2_target"]), "train_seconds": seconds,
+    }])
+    log.info("SAE held-out R² %.5f (target %.3f), L0 %.3f, dead %.3f; regressor rel-MSE %.2e, spliced %.2e",
+             ev["r2"], params["r2_target"], ev["l0"], ev["dead_frac"], rel_model, rel_spliced)
+    if ev["r2"] < params["r2_target"]:
+        log.warning("SAE R² TARGET NOT MET: held-out R² %.5f < %.3f (raise cubic.sae.steps)", ev["r2"], params["r2_target"])
+    latents = pd.DataFrame({
+        "seed": seed, "latent": range(sae.m), "fire_rate": ev["fire_rate"].numpy(),
+        "mean_act": ev["mean_act"].numpy(), "dead": (ev["fire_rate"] == 0).numpy(),
+        "decoder_norm": sae.W_dec.detach().norm(dim=0).cpu().double().numpy(),
+    })
+    curve_df = pd.DataFrame(curve)
+    curve_df.insert(0, "seed", seed)
+    save_torch({**sae.state(), "seed": seed, "config_hash": config_hash(params)}, out_sae)
+    save_parquet(metrics, out_metrics)
+    save_parquet(latents, out_latents)
+    save_parquet(curve_df, out_curve)
+
+
+def load_sae(path, device="cpu") -> TopKSAE:
+    from polyinterp.io import load_torch
+
+    blob = load_torch(path)
+    if "state" not in blob or "m" not in blob:
+        raise DataError(f"{path} is not an SAE file; rebuild it with cubic-sae.")
+    return TopKSAE.from_state(blob).to(device).eval()

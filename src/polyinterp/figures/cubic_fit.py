@@ -1,0 +1,40 @@
+"""Figure cubic_fit: learned vs true cubics for a few (a, b), and the training curves of every seed."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from polyinterp.io import save_figure  # noqa: E402
+
+
+def plot(curves_path, curve_paths, fit_paths, outs) -> None:
+    curves = pd.read_parquet(curves_path)
+    train = pd.concat([pd.read_parquet(p) for p in curve_paths], ignore_index=True)
+    fit = pd.concat([pd.read_parquet(p) for p in fit_paths], ignore_index=True)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (cid, c) in enumerate(curves.groupby("curve")):
+        col = colors[i % len(colors)]
+        tag = "" if bool(c.in_range.iloc[0]) else " (outside training box)"
+        ax0.plot(c.x, c.y_true, color=col, lw=1, ls="--")
+        ax0.plot(c.x, c.y_model, color=col, lw=2, alpha=0.7, label=f"a={c.a.iloc[0]:g}, b={c.b.iloc[0]:g}{tag}")
+    ax0.set(xlabel="x", ylabel="y", title=f"seed {int(curves.seed.iloc[0])}: model (solid) vs x³+ax²+bx (dashed)")
+    ax0.legend(fontsize=7)
+    for seed, t in train.groupby("seed"):
+        for split, ls in (("val", "-"), ("out_of_range", ":"), ("train", "--")):
+            s = t[(t.split == split) & (t.step > 0)]
+            if len(s):
+                ax1.loglog(s.step, s.rel_mse, ls=ls, label=f"seed {seed} {split}")
+    target = float(fit.target_rel_mse.iloc[0])
+    ax1.axhline(target, color="k", lw=0.8, ls="--")
+    ax1.text(ax1.get_xlim()[0], target, f" target {target:g}", va="bottom", fontsize=7)
+    val = fit[fit.split == "val"]
+    ax1.set(xlabel="step", ylabel="MSE / Var(y)",
+            title="final val rel-MSE: " + ", ".join(f"{v:.1e}" for v in val.rel_mse))
+    ax1.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    save_figure(fig, *outs)

@@ -1,0 +1,49 @@
+"""Figure cubic_slopes: slope-search R² against c for band latents, the median and Cardano's 1/3."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from polyinterp.io import save_figure  # noqa: E402
+
+CARDANO = 1.0 / 3.0
+
+
+def plot(scan_path, best_paths, seeds_path, outs) -> None:
+    scan = pd.read_parquet(scan_path)
+    bests = pd.concat([pd.read_parquet(p) for p in best_paths], ignore_index=True)
+    per_seed = pd.read_parquet(seeds_path)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
+    seed0 = int(scan.seed.iloc[0]) if len(scan) else int(per_seed.seed.iloc[0])
+    coarse = scan[scan.stage == "coarse"]
+    band = coarse[coarse.is_band]
+    shown = band if len(band) else coarse[coarse.latent.isin(
+        bests[bests.seed == seed0].nlargest(5, "r2_best").latent)]
+    for j, s in shown.groupby("latent"):
+        line, = ax0.plot(s.c, s.r2, lw=1.2, label=f"latent {j}")
+        b = bests[(bests.seed == seed0) & (bests.latent == j)]
+        if len(b):
+            ax0.plot(b.c_best, b.r2_best, "o", color=line.get_color(), ms=4)
+    med = per_seed[per_seed.seed == seed0].median_c
+    if len(med) and pd.notna(med.iloc[0]):
+        ax0.axvline(med.iloc[0], color="k", lw=1.2, label=f"median c = {med.iloc[0]:.3f}")
+    ax0.axvline(CARDANO, color="r", ls="--", lw=1, label="Cardano 1/3")
+    ax0.set(xlabel="c", ylabel="held-out R² (bucket means of x + c·a)",
+            title=f"seed {seed0}: " + ("band latents" if len(band) else "no bands; best 5 latents"))
+    ax0.set_ylim(bottom=max(-0.1, float(shown.r2.min()) if len(shown) else -0.1))
+    ax0.legend(fontsize=7)
+    for i, row in enumerate(per_seed.itertuples()):
+        b = bests[(bests.seed == row.seed) & bests.is_band]
+        ax1.plot([i] * len(b), b.c_best, "o", color="0.6", ms=4)
+        if pd.notna(row.median_c):
+            ax1.plot([i], [row.median_c], "ks", ms=7)
+    ax1.axhline(CARDANO, color="r", ls="--", lw=1, label="1/3")
+    ax1.set_xticks(range(len(per_seed)), [f"seed {s}" for s in per_seed.seed])
+    ax1.set(ylabel="best c", title="band latents (grey) and median (black) per seed")
+    ax1.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, *outs)

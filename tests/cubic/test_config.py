@@ -1,0 +1,70 @@
+import copy
+from pathlib import Path
+
+import pytest
+
+from polyinterp.config import load_yaml, validate_config
+from polyinterp.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def merged(*overrides):
+    cfg = load_yaml(ROOT / "config.yaml")
+
+    def update(base, new):
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(base.get(k), dict):
+                update(base[k], v)
+            else:
+                base[k] = v
+
+    for name in overrides:
+        update(cfg, load_yaml(ROOT / "workflow" / "configs" / name))
+    return cfg
+
+
+@pytest.mark.parametrize("overrides", [(), ("smoke.yaml",), ("paper.yaml",)])
+def test_configs_validate(overrides):
+    validate_config(merged(*overrides))
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (("cubic", "sae", "kk"), 1, "cubic.sae.kk"),
+    (("cubic", "train", "lr"), -0.1, "cubic.train.lr"),
+    (("cubic", "task", "ranges", "x"), [1.0], "cubic.task.ranges.x"),
+    (("cubic", "clamp", "latents"), "all", "cubic.clamp.latents"),
+    (("cubic", "bands", "coherence_min"), 1.5, "cubic.bands.coherence_min"),
+])
+def test_bad_cubic_keys_are_named(path, value, key):
+    cfg = copy.deepcopy(merged())
+    node = cfg
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        validate_config(cfg)
+
+
+def test_every_cubic_schema_key_is_described_and_closed():
+    schema = load_yaml(ROOT / "workflow" / "schemas" / "config.schema.yaml")["properties"]["cubic"]
+
+    def walk(node, where):
+        if node.get("type") == "object" or "properties" in node:
+            assert node.get("additionalProperties") is False, where
+            assert set(node.get("required", [])) == set(node["properties"]), where
+            for k, sub in node["properties"].items():
+                assert sub.get("description"), f"{where}.{k}"
+                walk(sub, f"{where}.{k}")
+
+    walk(schema, "cubic")
+
+
+def test_sections_gives_each_step_only_its_part():
+    from polyinterp.cubic.sections import sections
+
+    cub = merged()["cubic"]
+    assert sections(cub, "sae") == cub["sae"]
+    assert sections(cub, "task", "train") == {"task": cub["task"], "train": cub["train"]}
+    with pytest.raises(ConfigError, match=r"cubic\.nope"):
+        sections(cub, "nope")

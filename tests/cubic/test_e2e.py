@@ -1,0 +1,124 @@
+"""End to end: the cubic tables and figures of the smoke DAG; every table's schema and ranges."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FIGURES = ["cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp"]
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_run):
+    """The results folder of the session's whole-DAG smoke run (tests/conftest.py)."""
+    return smoke_run / "results"
+
+
+def table(results, name, seed=0):
+    return pd.read_parquet(results / "cubic" / f"seed{seed}" / name)
+
+
+def columns(df, expected):
+    assert set(expected) <= set(df.columns), set(expected) - set(df.columns)
+    for col, kind in expected.items():
+        assert pd.api.types.is_dtype_equal(df[col].dtype, kind) or {
+            "float": pd.api.types.is_float_dtype, "int": pd.api.types.is_integer_dtype,
+            "bool": pd.api.types.is_bool_dtype, "str": lambda d: d == object or pd.api.types.is_string_dtype(d),
+        }[kind](df[col].dtype), (col, df[col].dtype)
+
+
+@pytest.mark.e2e
+def test_figures_exist(smoke):
+    for name in FIGURES:
+        for ext in ("pdf", "png"):
+            f = smoke / "figures" / f"{name}.{ext}"
+            assert f.exists() and f.stat().st_size > 5000, f
+
+
+@pytest.mark.e2e
+def test_training_tables(smoke):
+    fit = table(smoke, "fit.parquet")
+    columns(fit, {"seed": "int", "split": "str", "n": "int", "mse": "float", "var_y": "float", "rel_mse": "float",
+                  "max_abs_err": "float", "target_met": "bool", "steps_trained": "int", "first_step_at_target": "int"})
+    assert set(fit.split) == {"val", "out_of_range"}
+    assert (fit.rel_mse > 0).all() and (fit.rel_mse < 1).all() and (fit.var_y > 0).all()
+    np.testing.assert_allclose(fit.rel_mse, fit.mse / fit.var_y)
+    assert (fit.target_met == (fit.rel_mse.where(fit.split == "val") <= fit.target_rel_mse)).iloc[
+        list(fit.split).index("val")]
+    curve = table(smoke, "train_curve.parquet")
+    columns(curve, {"step": "int", "split": "str", "rel_mse": "float", "lr": "float"})
+    val = curve[curve.split == "val"].sort_values("step")
+    assert val.rel_mse.iloc[-1] < val.rel_mse.iloc[0]
+    curves = table(smoke, "fit_curves.parquet")
+    columns(curves, {"curve": "int", "a": "float", "b": "float", "in_range": "bool", "x": "float",
+                     "y_true": "float", "y_model": "float"})
+    np.testing.assert_allclose(curves.y_true, curves.x**3 + curves.a * curves.x**2 + curves.b * curves.x, atol=1e-5)
+
+
+@pytest.mark.e2e
+def test_sae_tables(smoke):
+    m = table(smoke, "sae_metrics.parquet").iloc[0]
+    assert m.latents == 64 and m.k == 4
+    assert 0.5 < m.r2_heldout <= 1 and 0 < m.l0_heldout <= m.k and 0 <= m.dead_frac_heldout < 1
+    assert 0 <= m.dead_frac_train <= 1 and m.rel_mse_spliced > 0
+    lat = table(smoke, "sae_latents.parquet")
+    columns(lat, {"latent": "int", "fire_rate": "float", "mean_act": "float", "dead": "bool", "decoder_norm": "float"})
+    assert len(lat) == 64 and lat.fire_rate.between(0, 1).all()
+    np.testing.assert_allclose(lat.decoder_norm, 1.0, atol=1e-5)
+    assert lat.fire_rate.sum() == pytest.approx(m.l0_heldout, rel=1e-6)
+
+
+@pytest.mark.e2e
+def test_landmark_tables(smoke):
+    t = table(smoke, "landmarks.parquet")
+    columns(t, {"latent": "int", "a": "float", "b": "float", "kind": "str", "n_landmarks": "int", "corr": "float"})
+    assert set(t.kind) == {"root", "critical", "inflection", "all"}
+    c = t["corr"].dropna()
+    assert len(c) > 0 and c.between(-1, 1).all()
+    assert (t[t.kind == "inflection"].n_landmarks == 1).all() and t[t.kind == "root"].n_landmarks.between(1, 3).all()
+    r = table(smoke, "landmark_ranking.parquet")
+    columns(r, {"kind": "str", "latent": "int", "mean_corr": "float", "frac_defined": "float", "rank": "int"})
+    for _, g in r.groupby("kind"):
+        assert sorted(g["rank"]) == list(range(1, len(g) + 1))
+        ranked = g.sort_values("rank").mean_corr.dropna()
+        assert ranked.is_monotonic_decreasing
+
+
+@pytest.mark.e2e
+def test_band_and_slope_tables(smoke):
+    s = table(smoke, "band_slices.parquet")
+    columns(s, {"latent": "int", "b": "float", "active_frac": "float", "coherence": "float", "c_grad": "float"})
+    assert s.active_frac.between(0, 1).all() and s.coherence.between(0, 1 + 1e-9).all()
+    bl = table(smoke, "band_latents.parquet")
+    columns(bl, {"latent": "int", "is_band": "bool", "c_grad_median": "float", "min_coherence": "float"})
+    assert len(bl) == 64
+    best = table(smoke, "slopes.parquet")
+    columns(best, {"latent": "int", "c_best": "float", "r2_best": "float", "r2_at_cardano": "float", "is_band": "bool"})
+    assert best.c_best.dropna().between(-1, 1).all() and (best.r2_best.dropna() <= 1).all()
+    assert (best.r2_best.dropna() >= best.r2_at_cardano.dropna() - 1e-9).all()
+    scan = table(smoke, "slope_scan.parquet")
+    columns(scan, {"stage": "str", "latent": "int", "c": "float", "r2": "float"})
+    assert set(scan.stage) <= {"coarse", "fine"} and set(best.latent) == set(scan.latent)
+    seeds = pd.read_parquet(smoke / "cubic" / "slopes_per_seed.parquet")
+    columns(seeds, {"seed": "int", "n_band_latents": "int", "median_c": "float", "cardano_c": "float"})
+    band = best[best.is_band]
+    assert seeds.n_band_latents.iloc[0] == len(band)
+    if len(band):
+        assert seeds.median_c.iloc[0] == pytest.approx(band.c_best.median())
+    spread = pd.read_parquet(smoke / "cubic" / "slopes_spread.parquet")
+    assert spread.n_seeds.iloc[0] == 1 and spread.cardano_c.iloc[0] == pytest.approx(1 / 3)
+    summary = pd.read_parquet(smoke / "cubic" / "summary.parquet")
+    columns(summary, {"seed": "int", "rel_mse_val": "float", "sae_r2_heldout": "float", "median_c": "float"})
+
+
+@pytest.mark.e2e
+def test_clamp_tables(smoke):
+    cl = table(smoke, "clamp.parquet")
+    columns(cl, {"latent": "int", "selection": "str", "factor": "float", "curve": "int", "x": "float",
+                 "y_true": "float", "y_model": "float", "y_sae": "float", "y_clamped": "float"})
+    assert {0.0, 0.5, 1.0, 1.5, 2.0} <= set(cl.factor)
+    one = cl[cl.factor == 1.0]
+    np.testing.assert_allclose(one.y_clamped, one.y_sae)
+    sm = table(smoke, "clamp_summary.parquet")
+    columns(sm, {"latent": "int", "factor": "float", "rms_change": "float", "recon_rms": "float", "active_frac": "float"})
+    assert (sm.rms_change >= 0).all() and (sm[sm.factor == 1.0].rms_change < 1e-6).all()
+    assert sm.active_frac.between(0, 1).all()

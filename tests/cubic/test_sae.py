@@ -1,0 +1,126 @@
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+from polyinterp.cubic.sae import TopKSAE, auxk_loss, evaluate_sae, geometric_median, topk_relu, train_sae
+from polyinterp.errors import ConfigError
+
+SAE_PARAMS = {"latents": 32, "k": 3, "steps": 1500, "batch_size": 512, "lr": 3e-3, "decay_frac": 0.2, "aux_k": 16,
+              "aux_coef": 1 / 32, "dead_threshold": 5000, "geometric_median_samples": 2000,
+              "geometric_median_iters": 100, "log_every": 500}
+
+
+def test_topk_keeps_exactly_k_largest():
+    g = torch.Generator().manual_seed(0)
+    pre = torch.rand(500, 64, generator=g) + 0.01  # all positive: ReLU removes nothing
+    for k in (1, 4, 17):
+        z = topk_relu(pre, k)
+        assert bool(((z != 0).sum(1) == k).all())
+        kth = pre.sort(1, descending=True).values[:, k - 1 : k]
+        assert bool((z[z != 0] == pre[z != 0]).all())
+        assert bool(((pre >= kth) == (z != 0)).all())
+
+
+def test_encoder_is_topk_of_relu_preactivations_and_l0_at_most_k():
+    g = torch.Generator().manual_seed(1)
+    sae = TopKSAE(15, 64, 4)
+    sae.init_weights(g)
+    with torch.no_grad():
+        sae.b_enc.fill_(10.0)  # every pre-activation positive: exactly k survive
+    x = torch.randn(300, 15, generator=g)
+    assert bool(((sae.encode(x) != 0).sum(1) == 4).all())
+    with torch.no_grad():
+        sae.b_enc.fill_(-100.0)  # none positive: ReLU zeroes the survivors
+    assert int((sae.encode(x) != 0).sum()) == 0
+    with pytest.raises(ConfigError):
+        TopKSAE(15, 8, 9)
+
+
+def test_parallel_gradient_removed_and_decoder_norms_stay_one():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4000, 10, generator=g) @ torch.randn(10, 10, generator=g)
+    sae = TopKSAE(10, 24, 3)
+    sae.init_weights(g)
+    opt = torch.optim.Adam(sae.parameters(), lr=1e-2)
+    for _ in range(30):
+        loss = (sae(x) - x).pow(2).sum(-1).mean()
+        opt.zero_grad()
+        loss.backward()
+        sae.remove_parallel_grad()
+        dots = (sae.W_dec.grad * sae.W_dec.detach()).sum(0)
+        assert float(dots.abs().max()) < 1e-5 * max(1.0, float(sae.W_dec.grad.abs().max()))
+        opt.step()
+        sae.normalize_decoder()
+        torch.testing.assert_close(sae.W_dec.norm(dim=0), torch.ones(24), atol=1e-6, rtol=0)
+
+
+def test_geometric_median_matches_direct_minimisation_and_resists_outliers():
+    g = torch.Generator().manual_seed(3)
+    pts = torch.randn(300, 4, generator=g, dtype=torch.float64)
+    pts[:20] += 50.0  # outliers drag the mean, not the median
+    gm = geometric_median(pts, iters=500, tol=1e-12).numpy()
+    p = pts.numpy()
+    res = minimize(lambda y: np.linalg.norm(p - y, axis=1).sum(), p.mean(0), method="Nelder-Mead",
+                   options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+    np.testing.assert_allclose(gm, res.x, atol=1e-4)
+    assert np.linalg.norm(gm) < 0.5 < np.linalg.norm(p.mean(0))
+
+
+def test_auxk_sends_gradient_to_dead_latents_only():
+    g = torch.Generator().manual_seed(4)
+    sae = TopKSAE(6, 10, 2)
+    sae.init_weights(g)
+    x = torch.randn(64, 6, generator=g)
+    pre = sae.pre(x)
+    dead = torch.zeros(10, dtype=torch.bool)
+    dead[[1, 7]] = True
+    resid = (x - sae(x)).detach()
+    loss = auxk_loss(sae, pre, resid, dead, aux_k=4)
+    loss.backward()
+    rows = sae.W_enc.grad.abs().sum(1)
+    assert float(loss.detach()) > 0 and bool((rows[~dead] == 0).all()) and bool((rows[dead] > 0).all())
+    assert float(auxk_loss(sae, pre.detach(), resid, torch.zeros(10, dtype=torch.bool), 4)) == 0.0
+
+
+def test_r2_and_l0_against_direct_computation():
+    g = torch.Generator().manual_seed(5)
+    sae = TopKSAE(8, 16, 3)
+    sae.init_weights(g)
+    x = torch.randn(1000, 8, generator=g)
+    ev = evaluate_sae(sae, x, batch=300)
+    with torch.no_grad():
+        z = sae.encode(x)
+        r2 = 1 - float(((sae.decode(z) - x) ** 2).sum() / ((x - x.mean(0)) ** 2).sum())
+    assert ev["r2"] == pytest.approx(r2, rel=1e-6)
+    assert ev["l0"] == pytest.approx(float((z > 0).sum(1).double().mean()))
+    assert ev["dead_frac"] == pytest.approx(float(((z > 0).sum(0) == 0).double().mean()))
+
+
+def planted(n=30000, d=15, m=24, k=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    dic = torch.randn(d, m, generator=g)
+    dic /= dic.norm(dim=0, keepdim=True)
+    idx = torch.rand(n, m, generator=g).argsort(1)[:, :k]
+    codes = torch.zeros(n, m).scatter(1, idx, 0.5 + torch.rand(n, k, generator=g))
+    bias = torch.randn(d, generator=g)
+    return codes @ dic.T + bias, dic
+
+
+def test_planted_sparse_dictionary_is_recovered():
+    x, dic = planted()
+    sae, curve, _ = train_sae(x, {**SAE_PARAMS, "lr": 1e-2}, seed=0)
+    cos = (dic.T @ sae.W_dec.detach()).abs()  # [true atoms, learned latents]; both unit-norm
+    best = cos.max(1).values
+    assert float((best > 0.95).double().mean()) >= 0.9, best
+    assert evaluate_sae(sae, x)["r2"] > 0.9
+    assert curve[-1]["nmse"] < curve[0]["nmse"]
+
+
+def test_sae_training_is_seeded():
+    x, _ = planted(n=4000)
+    p = {**SAE_PARAMS, "steps": 50}
+    a, _, _ = train_sae(x, p, seed=1)
+    b, _, _ = train_sae(x, p, seed=1)
+    c, _, _ = train_sae(x, p, seed=2)
+    assert torch.equal(a.W_dec, b.W_dec) and not torch.equal(a.W_dec, c.W_dec)
