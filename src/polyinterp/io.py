@@ -42,7 +42,8 @@ def save_torch(obj: Any, path: str | os.PathLike) -> None:
     import torch
 
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+        with open(tmp, "wb") as fh:  # through a file object: the zip folder is "archive", bytes reproducible
+            torch.save(obj, fh)
 
 
 def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:

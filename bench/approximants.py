@@ -1,0 +1,191 @@
+"""Benchmark of the approximant library at MNIST scale (not a test).
+
+For d = 784, h ∈ {256, 512}, K ∈ {1, 10}: seconds, peak memory and CG iterations of the linear
+approximant, the exact quadratic (cold, and warm-started from the solution for a slightly different
+network, as from the previous checkpoint) and the SGD quadratic (the paper's baseline). Each
+configuration runs in its own subprocess so that the peak resident memory is its own.
+
+    python bench/approximants.py                       # CPU (and CUDA when present), table to stdout
+    python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --devices cpu
+
+The mixture is the MNIST class mixture written by the workflow (``--mixture``, default
+``results/mnist/mixture.pt``) when that file exists, else a synthetic MNIST-like one (28×28 images
+with constant border pixels, smooth low-rank class covariances plus a ridge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
+
+
+def synthetic_mnist_like(K: int = 10, side: int = 28, rank: int = 60, ridge_rel: float = 1e-2, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    d = side * side
+    yy, xx = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    inside = ((yy >= 4) & (yy < side - 4) & (xx >= 4) & (xx < side - 4)).reshape(-1).double()
+
+    def smooth_fields(n):
+        f = torch.randn(n, 1, side, side, generator=g, dtype=torch.float64)
+        k = torch.exp(-0.5 * (torch.arange(-6, 7, dtype=torch.float64) / 2.0) ** 2)
+        k = (k[:, None] * k[None, :])[None, None] / k.sum() ** 2
+        return torch.nn.functional.conv2d(f, k, padding=6).reshape(n, d) * inside
+
+    means = 0.3 * torch.sigmoid(3 * smooth_fields(K))
+    covs = []
+    for _ in range(K):
+        F = smooth_fields(rank) * (torch.arange(1, rank + 1, dtype=torch.float64) ** -0.8)[:, None]
+        covs.append(F.T @ F)
+    covs = torch.stack(covs)
+    covs = covs / covs.diagonal(dim1=1, dim2=2).mean() * 0.05
+    ridge = ridge_rel * float(covs.diagonal(dim1=1, dim2=2).mean())
+    covs = covs + ridge * torch.eye(d, dtype=torch.float64)
+    return {"weights": torch.full((K,), 1.0 / K, dtype=torch.float64), "means": means, "covs": covs,
+            "source": "synthetic"}
+
+
+def load_mixture(path: Path | None):
+    if path is not None and path.exists():
+        m = torch.load(path, weights_only=False)
+        return {"weights": m["weights"], "means": m["means"], "covs": m["covs"], "source": str(path)}
+    return synthetic_mnist_like()
+
+
+def _peak_mb(device: str) -> float:
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_one(cfg: dict) -> dict:
+    """One (device, h, K, method) measurement, in this process."""
+    from polyinterp.approx import MLP, GaussianMixture, fidelity, linear_approximant, quadratic_approximant
+
+    device, h, K, method = cfg["device"], cfg["h"], cfg["K"], cfg["method"]
+    raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None)
+    mix = GaussianMixture(raw["weights"], raw["means"], raw["covs"], device=device)
+    if K == 1:
+        mix = mix.moment_matched()
+    elif K != mix.K:
+        raise SystemExit(f"the mixture has K = {mix.K}, asked for K = {K}")
+    torch.manual_seed(cfg.get("seed", 0))
+    net = torch.nn.Sequential(torch.nn.Linear(mix.d, h), torch.nn.ReLU(), torch.nn.Linear(h, 10))
+    mlp = MLP.from_module(net).to(device)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    out = {**cfg, "d": mix.d, "mixture_source": raw["source"]}
+    t0 = time.perf_counter()
+    if method == "linear":
+        res = linear_approximant(mlp, mix)
+    elif method == "quadratic_exact":
+        res = quadratic_approximant(mlp, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"])
+    elif method == "quadratic_sgd":
+        res = quadratic_approximant(mlp, mix, method="sgd", sgd_steps=cfg["sgd_steps"], sgd_batch=cfg["sgd_batch"],
+                                    seed=0)
+    else:
+        raise SystemExit(f"unknown method {method}")
+    _record(out, res, t0, device)
+    if cfg.get("fvu_samples"):
+        x = mix.sample(cfg["fvu_samples"], seed=123)
+        out["fvu"] = fidelity(mlp, res, x)["fvu"]
+    rows = [out]
+    if method == "quadratic_exact" and K > 1:
+        # the next checkpoint: the same network after a small update (1 % relative weight change),
+        # warm-started from the solution just computed
+        g = torch.Generator(device=device).manual_seed(1)
+        noise = lambda t: 1 + 0.01 * torch.randn(t.shape, generator=g, dtype=t.dtype, device=device)  # noqa: E731
+        nxt = MLP(mlp.W1 * noise(mlp.W1), mlp.b1, mlp.W2 * noise(mlp.W2), mlp.b2, "relu")
+        warm = {**cfg, "method": "quadratic_exact_warm", "d": mix.d, "mixture_source": raw["source"]}
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        res2 = quadratic_approximant(nxt, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], warm_start=res)
+        _record(warm, res2, t0, device)
+        rows.append(warm)
+    return rows
+
+
+def _record(out: dict, res, t0: float, device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_mb"] = _peak_mb(device)
+    info = res.fit_info
+    out["iterations"] = info.get("iterations")
+    out["residual"] = info.get("residual")
+    out["converged"] = info.get("converged")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hidden", type=int, nargs="+", default=[256, 512])
+    ap.add_argument("--K", type=int, nargs="+", default=[1, 10])
+    ap.add_argument("--methods", nargs="+",
+                    default=["linear", "quadratic_exact", "quadratic_sgd"],
+                    help="quadratic_exact with K > 1 also times a warm start (row quadratic_exact_warm)")
+    ap.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
+    ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
+    ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--max-iter", type=int, default=500)
+    ap.add_argument("--sgd-steps", type=int, default=200)
+    ap.add_argument("--sgd-batch", type=int, default=256)
+    ap.add_argument("--fvu-samples", type=int, default=0, help="also report the FVU on this many mixture samples")
+    ap.add_argument("--json", default=None, help="also write the rows as JSON lines here")
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        for row in run_one(json.loads(args.one)):
+            print("RESULT " + json.dumps(row))
+        return
+    devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    rows = []
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": os.environ.get("MALLOC_MMAP_THRESHOLD_", "65536")}
+    print("| device | h | K | method | seconds | peak MB | CG its | residual | conv. |" +
+          (" FVU |" if args.fvu_samples else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
+    for device in devices:
+        for h in args.hidden:
+            for K in args.K:
+                for method in args.methods:
+                    cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
+                           "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
+                           "mixture": args.mixture, "fvu_samples": args.fvu_samples}
+                    proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
+                                          text=True, env=env)
+                    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+                    if proc.returncode or not lines:
+                        print(f"| {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |")
+                        continue
+                    for ln in lines:
+                        r = json.loads(ln[7:])
+                        rows.append(r)
+                        _print_row(r, args.fvu_samples)
+    if args.json:
+        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _print_row(r: dict, fvu_samples: int) -> None:
+    method = r["method"]
+    res = r["residual"]
+    res_s = "" if res is None or (isinstance(res, float) and math.isnan(res)) else f"{res:.1e}"
+    its = r["iterations"] if method != "quadratic_sgd" else f"{r['iterations']} steps"
+    conv = r["converged"] if r["converged"] is not None else ""
+    fvu = f" {r['fvu']:.4f} |" if fvu_samples and "fvu" in r else (" |" if fvu_samples else "")
+    print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {its} | "
+          f"{res_s} | {conv} |" + fvu, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Quadratic approximants: closed form, matrix-free PCG, brute-force normal equations, MC, SGD."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from polyinterp.approx import Approximant, GaussianMixture, quadratic_approximant, quadratic_gaussian
+from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.quadratic_mixture import GramOperator, block_pcg, rhs_mixture, standard_gaussian_inverse
+
+DT = torch.float64
+CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "gelu")]
+
+
+@pytest.mark.parametrize("kind,act", CASES)
+@pytest.mark.parametrize("K", [1, 3])
+def test_quadratic_matches_monte_carlo_least_squares(kind, act, K, random_model, random_mixture, mc_lsq, basis):
+    _, coefficients, chi2 = basis
+    d = 5
+    model = random_model(kind, d, 10, 2, seed=40 + K, activation=act)
+    mix = random_mixture(d, K, seed=50 + K)
+    quad = quadratic_approximant(model, mix, tol=1e-10)
+    assert quad.fit_info["converged"]
+    mc, cov = mc_lsq(model, mix, 1_000_000, degree=2, seed=60 + K)
+    stat = chi2(coefficients(quad, 2), mc, cov)
+    p = 1 + d + d * (d + 1) // 2
+    assert bool((stat < p + 6 * (2 * p) ** 0.5).all()), stat
+    bad = coefficients(quad, 2).clone()
+    bad[:, 1 + d:] *= 1.05  # a 5 % error in Γ is detected
+    assert bool((chi2(bad, mc, cov) > p + 6 * (2 * p) ** 0.5).all())
+
+
+def _isserlis_moments(mu: np.ndarray, S: np.ndarray):
+    """E[x_a], E[x_a x_b], E[x_a x_b x_c], E[x_a x_b x_c x_e] of N(μ, Σ) by brute-force Isserlis:
+    expand Π(μ + z) and keep the pairings of the z's."""
+    d = len(mu)
+    m1 = mu.copy()
+    m2 = np.zeros((d,) * 2)
+    m3 = np.zeros((d,) * 3)
+    m4 = np.zeros((d,) * 4)
+
+    def pairings(idx):
+        if not idx:
+            yield []
+            return
+        a, rest = idx[0], idx[1:]
+        for i in range(len(rest)):
+            for p in pairings(rest[:i] + rest[i + 1:]):
+                yield [(a, rest[i])] + p
+
+    for order, out in ((2, m2), (3, m3), (4, m4)):
+        for ix in itertools.product(range(d), repeat=order):
+            tot = 0.0
+            for r in range(0, order + 1, 2):  # r of the factors are z's (an even number)
+                for zs in itertools.combinations(range(order), r):
+                    mu_part = np.prod([mu[ix[i]] for i in range(order) if i not in zs])
+                    z_part = sum(np.prod([S[ix[a], ix[b]] for a, b in p]) for p in pairings(list(zs)))
+                    tot += mu_part * z_part
+            out[ix] = tot
+    return m1, m2, m3, m4
+
+
+def test_mixture_exact_equals_assembled_normal_equations(random_model, random_mixture, basis):
+    """d = 8, K = 3: the matrix-free PCG solution equals the solution of the explicitly assembled
+    (1 + d + d(d+1)/2)-dimensional normal equations, fourth moments by brute-force Isserlis."""
+    features, coefficients, _ = basis
+    d, K = 8, 3
+    model = random_model("mlp", d, 16, 3, seed=7, activation="gelu")
+    mix = random_mixture(d, K, seed=8)
+    iu, ju = np.triu_indices(d)
+    p = 1 + d + len(iu)
+    G = np.zeros((p, p))
+    for k in range(K):
+        m1, m2, m3, m4 = _isserlis_moments(mix.means[k].numpy(), mix.covs[k].numpy())
+        # basis b = [1, x_i, x_i x_j (i ≤ j)]; E[b bᵀ] from moments up to order 4
+        Gk = np.zeros((p, p))
+        Gk[0, 0] = 1
+        Gk[0, 1:1 + d] = Gk[1:1 + d, 0] = m1
+        Gk[1:1 + d, 1:1 + d] = m2
+        Gk[0, 1 + d:] = Gk[1 + d:, 0] = m2[iu, ju]
+        Gk[1:1 + d, 1 + d:] = m3[:, iu, ju]
+        Gk[1 + d:, 1:1 + d] = m3[:, iu, ju].T
+        Gk[1 + d:, 1 + d:] = m4[iu, ju][:, iu, ju]
+        G += float(mix.weights[k]) * Gk
+    r0, r1, R2 = rhs_mixture(model, mix)
+    rhs = torch.cat([r0[:, None], r1, R2[:, iu, ju]], 1).numpy()  # E[f b]
+    direct = np.linalg.solve(G, rhs.T).T
+    quad = quadratic_approximant(model, mix, tol=1e-12, max_iter=1000)
+    got = coefficients(quad, 2).numpy()
+    assert np.abs(got - direct).max() <= 1e-8 * max(1.0, np.abs(direct).max()), np.abs(got - direct).max()
+
+
+def test_rhs_matches_monte_carlo(random_model, random_mixture):
+    """E[f], E[f x], E[f x xᵀ] from Stein (per component) against a Monte-Carlo mean, within 5 s.e."""
+    d = 4
+    model = random_model("glu", d, 8, 2, seed=11, activation="relu")
+    mix = random_mixture(d, 3, seed=12)
+    r0, r1, R2 = rhs_mixture(model, mix)
+    x = mix.sample(1_000_000, seed=13)
+    f = model(x)
+    terms = [(f, r0), (f[:, :, None] * x[:, None, :], r1), (f[:, :, None, None] * (x[:, :, None] * x[:, None, :])[:, None], R2)]
+    for vals, exact in terms:
+        mean, se = vals.mean(0), vals.std(0) / vals.shape[0] ** 0.5
+        assert bool(((mean - exact).abs() < 5 * se + 1e-12).all())
+
+
+@pytest.mark.parametrize("kind,act", [("mlp", "relu"), ("glu", "tanh")])
+def test_single_gaussian_closed_form_equals_operator_route(kind, act, random_model, random_mixture):
+    """Hermite closed form vs the Gram operator + Stein right-hand side solved by block PCG from zero
+    in raw (unwhitened) coordinates, where the preconditioner is not exact and PCG must iterate."""
+    d = 6
+    model = random_model(kind, d, 9, 2, seed=5, activation=act)
+    one = random_mixture(d, 1, seed=6)
+    closed = quadratic_gaussian(model, one.means[0], one.covs[0])
+    two = GaussianMixture(torch.tensor([0.25, 0.75], dtype=DT), one.means.expand(2, d), one.covs.expand(2, d, d))
+    rhs = rhs_mixture(model, two)
+    op = GramOperator(two)
+    zero = tuple(torch.zeros_like(t) for t in rhs)
+    (a, b, G), it, rel, _ = block_pcg(op, op, standard_gaussian_inverse, rhs, zero, 1e-13, 500)
+    assert it > 3 and float(rel.max()) <= 1e-13
+    for x, y in ((closed.alpha, a), (closed.beta, b), (closed.gamma, G)):
+        torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-10)
+    # and through the public entry point (whitened, where the moment-matched start is already exact)
+    pub = quadratic_approximant(model, two, tol=1e-12)
+    torch.testing.assert_close(pub.gamma, closed.gamma, rtol=1e-9, atol=1e-10)
+
+
+def test_warm_start_and_inner_precision(random_model, random_mixture):
+    d = 6
+    model = random_model("mlp", d, 12, 3, seed=1)
+    mix = random_mixture(d, 4, seed=2, spread=2.0)
+    cold = quadratic_approximant(model, mix, tol=1e-9)
+    f64 = quadratic_approximant(model, mix, tol=1e-9, inner_dtype=None)
+    assert cold.fit_info["converged"] and cold.fit_info["residual"] <= 1e-9
+    torch.testing.assert_close(cold.gamma, f64.gamma, rtol=1e-6, atol=1e-8)
+    again = quadratic_approximant(model, mix, tol=1e-9, warm_start=cold)
+    assert again.fit_info["iterations"] <= 1 and again.fit_info["start"] == "warm_start"
+    near = cold.to(dtype=DT)
+    near.gamma = near.gamma * 1.001
+    warm = quadratic_approximant(model, mix, tol=1e-9, warm_start=near)
+    assert warm.fit_info["start"] == "warm_start"
+    assert warm.fit_info["converged"] and warm.fit_info["iterations"] < cold.fit_info["iterations"]
+    far = cold.to(dtype=DT)
+    far.gamma = -3 * far.gamma  # a useless warm start is detected and not used
+    assert quadratic_approximant(model, mix, tol=1e-9, warm_start=far).fit_info["start"].startswith("moment_matched")
+    torch.testing.assert_close(warm.gamma, cold.gamma, rtol=1e-6, atol=1e-8)
+    assert torch.allclose(cold.gamma, cold.gamma.transpose(1, 2))
+
+
+def test_exact_is_no_worse_than_sgd(random_model, random_mixture):
+    """Population-optimal exact fit: its MSE is ≤ SGD's up to Monte-Carlo error (paired difference)."""
+    d = 6
+    model = random_model("mlp", d, 16, 3, seed=21, activation="relu")
+    mix = random_mixture(d, 3, seed=22)
+    exact = quadratic_approximant(model, mix)
+    sgd = quadratic_approximant(model, mix, method="sgd", sgd_steps=300, sgd_batch=256, sgd_lr=3e-3, seed=0)
+    assert sgd.fit_info["method"] == "sgd" and sgd.fit_info["iterations"] == 300
+    x = mix.sample(200_000, seed=23)
+    f = model(x)
+    diff = ((f - exact(x)) ** 2).sum(1) - ((f - sgd(x)) ** 2).sum(1)
+    assert float(diff.mean()) <= 3 * float(diff.std()) / len(diff) ** 0.5
+    again = quadratic_approximant(model, mix, method="sgd", sgd_steps=300, sgd_batch=256, sgd_lr=3e-3, seed=0)
+    assert torch.equal(again.gamma, sgd.gamma)  # same seed, same numbers
+
+
+def test_quadratic_errors(random_model, random_mixture):
+    model, mix = random_model("mlp", 3, 4, 2, 0), random_mixture(3, 2, 0)
+    with pytest.raises(ApproxInputError, match="unknown method 'newton'"):
+        quadratic_approximant(model, mix, method="newton")
+    with pytest.raises(ApproxInputError, match="tol must be > 0"):
+        quadratic_approximant(model, mix, tol=0)
+    with pytest.raises(ApproxInputError, match="warm_start has d = 4"):
+        quadratic_approximant(model, mix, warm_start=quadratic_approximant(random_model("mlp", 4, 4, 2, 0),
+                                                                              random_mixture(4, 1, 0)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(random_model, random_mixture):
+    model, mix = random_model("mlp", 6, 8, 2, 0), random_mixture(6, 3, 0)
+    cpu = quadratic_approximant(model, mix, tol=1e-10)
+    gpu = quadratic_approximant(model.to("cuda"), mix.to("cuda"), tol=1e-10)
+    assert gpu.gamma.is_cuda
+    torch.testing.assert_close(gpu.gamma.cpu(), cpu.gamma, rtol=1e-7, atol=1e-9)

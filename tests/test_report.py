@@ -1,0 +1,17 @@
+"""`snakemake --report` bundles every figure of a finished run, with its caption."""
+
+import pytest
+
+from workflow_helpers import SMOKE, run_snakemake
+
+
+@pytest.mark.e2e
+def test_report_bundles_all_figures(smoke_run):
+    report = smoke_run / "report.html"
+    run_snakemake(smoke_run, "--report", str(report), configfiles=(SMOKE, smoke_run / "overlay.yaml"))
+    assert report.stat().st_size > 50_000
+    # the report is a zip-less single HTML page holding every figure's name and caption text
+    text = report.read_text(errors="replace")
+    for name in ["fig1", "fig2", "fig3", "fig4", "fig5", "cubic_fit", "cubic_landmarks", "cubic_bands",
+                 "cubic_slopes", "cubic_clamp"]:
+        assert f"{name}.png" in text, name
