@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.io import load_torch, save_torch
+from polyinterp.io import save_torch
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
 
@@ -52,6 +52,3 @@ def mixture_step(data_path: str | Path, out: str | Path, params: dict) -> None:
              mix["ridge"], mix["ridge_abs"])
     save_torch(mix, out)
 
-
-def load_mixture(path: str | Path) -> dict:
-    return load_torch(path)
