@@ -16,11 +16,12 @@ from polyinterp.approx.mixture import GaussianMixture
 from polyinterp.approx.mlp import GLU, MLP
 from polyinterp.approx.quadratic import quadratic_approximant
 from polyinterp.approx.quadratic_gaussian import quadratic_gaussian
+from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.univariate import derivative_expectations, gaussian_moments, hermite_moments
 
 __all__ = [
     "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "GLU",
-    "GaussianMixture", "MLP", "derivative_expectations", "expected_inner", "expected_sq_norm", "fidelity", "fvu",
+    "GaussianMixture", "MLP", "SolverPlan", "derivative_expectations", "expected_inner", "expected_sq_norm", "fidelity", "fvu",
     "gaussian_moments", "get_activation", "hermite_moments", "kl_divergence", "linear_approximant",
     "quadratic_approximant", "quadratic_gaussian", "solve_covariance",
 ]

@@ -20,13 +20,17 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
                           inner_dtype: torch.dtype | None = torch.float32, rcond: float = 1e-10,
                           sgd_steps: int = 2000, sgd_batch: int = 256, sgd_lr: float = 1e-3,
                           sgd_init: str = "standard", generator: torch.Generator | None = None,
-                          seed: int | None = None) -> Approximant:
+                          seed: int | None = None, preconditioner: str = "joint_diagonal",
+                          jd_sweeps: int = 2, plan=None) -> Approximant:
     """Quadratic approximant g(x) = α + βx + xᵀΓx of an :class:`MLP`/:class:`GLU` under ``mixture``.
 
     ``method="exact"``: the L²(mixture) projection. K = 1 uses the closed form (second-order Stein,
     O(h·d²)); K > 1 solves the normal equations matrix-free by PCG to relative residual ``tol``
     (in whitened coordinates) within ``max_iter`` iterations, from ``warm_start`` when given (e.g.
-    the previous checkpoint's solution) — see :mod:`polyinterp.approx.quadratic_mixture`.
+    the previous checkpoint's solution), preconditioned by ``preconditioner`` (``"joint_diagonal"``
+    in the basis of ``plan``, a :class:`SolverPlan` built once per mixture — here, with ``jd_sweeps``
+    Jacobi sweeps, when omitted — or ``"moment_matched"``) — see
+    :mod:`polyinterp.approx.quadratic_mixture` and :mod:`polyinterp.approx.mixture_preconditioner`.
     ``method="sgd"``: the paper's baseline (``sgd_steps``, ``sgd_batch``, ``sgd_lr``; samples drawn
     with ``generator`` or ``seed``). ``fit_info`` records method, iterations, residual and seconds.
     """
@@ -48,7 +52,8 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
                             "seconds": time.perf_counter() - t0}
             return out
         return quadratic_mixture(model, mixture, tol=tol, max_iter=max_iter, warm_start=warm_start,
-                                 inner_dtype=inner_dtype, rcond=rcond)
+                                 inner_dtype=inner_dtype, rcond=rcond, preconditioner=preconditioner,
+                                 jd_sweeps=jd_sweeps, plan=plan)
     if method == "sgd":
         return quadratic_sgd(model, mixture, steps=sgd_steps, batch=sgd_batch, lr=sgd_lr, generator=generator,
                              seed=seed, init=sgd_init)

@@ -1,0 +1,97 @@
+"""Preconditioner for the mixture quadratic's normal equations (whitened coordinates).
+
+Write a quadratic as a form in x̃ = (1, x): g(x) = x̃ᵀ X x̃ with X = [[α, βᵀ/2], [β/2, Γ]]. Under
+component k (x̃ has mean m̃_k = (1, μ_k) and second moment M_k = E_k[x̃x̃ᵀ]) Isserlis gives
+
+    E_k[g g'] = 2 tr(X M_k X' M_k) + tr(X M_k) tr(X' M_k) − 2 (m̃_kᵀ X m̃_k)(m̃_kᵀ X' m̃_k),
+
+so the Gram operator is G(X) = Σ_k w_k [2 M_k X M_k + tr(M_k X) M_k − 2 (m̃_kᵀXm̃_k) m̃_k m̃_kᵀ].
+In whitened coordinates Σ_k w_k M_k = I. The preconditioner keeps what is cheap to invert:
+
+* the Kronecker part Σ_k w_k M_k ⊗ M_k with every M_k replaced by its diagonal in a basis Q that
+  jointly diagonalises the M_k (``joint_diagonalize``, computed once per mixture by
+  :class:`~polyinterp.approx.solver_plan.SolverPlan`): X ↦ Q [(QᵀXQ) ⊙ D] Qᵀ with
+  D_ij = 2 Σ_k w_k λ_ki λ_kj, λ_k = diag(QᵀM_kQ) > 0 — exactly invertible elementwise;
+* the rank-K trace terms tr(M_k X) M_k exactly, and −2 X₀₀ e₀e₀ᵀ (the mean terms of the
+  moment-matched Gaussian), both by the Woodbury identity. The coefficient of the negative term is
+  capped so that the preconditioner stays positive definite (Cauchy–Schwarz bound below).
+
+With Q = I and all M_k = I this is exactly the moment-matched Gaussian's Gram operator (the
+previous preconditioner). On the MNIST class mixture it roughly halves the block-PCG iterations.
+The preconditioner maps a residual (r₀, r₁, R₂) (the dual of (α, β, Γ) under the inner product
+αα' + β·β' + tr ΓΓ') to a correction (α, β, Γ); it is symmetric positive definite in that inner
+product.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from polyinterp.approx.mixture import GaussianMixture
+
+
+def second_moments(mixture: GaussianMixture) -> tuple[torch.Tensor, torch.Tensor]:
+    """m̃_k = (1, μ_k) [K, n] and M_k = E_k[x̃x̃ᵀ] [K, n, n] with n = d + 1."""
+    K, d = mixture.means.shape
+    mt = torch.cat([mixture.means.new_ones(K, 1), mixture.means], 1)
+    M = torch.zeros(K, d + 1, d + 1, dtype=mixture.dtype, device=mixture.device)
+    M[:, 1:, 1:] = mixture.covs
+    return mt, M + mt[:, :, None] * mt[:, None, :]
+
+
+def to_form(r) -> torch.Tensor:
+    """Residual (r₀ [o], r₁ [o, d], R₂ [o, d, d]) → its matrix [o, n, n] in x̃ (tr(X·form) = ⟨θ, r⟩)."""
+    r0, r1, R2 = r
+    o, d = r1.shape
+    X = r1.new_empty(o, d + 1, d + 1)
+    X[:, 0, 0], X[:, 0, 1:], X[:, 1:, 0], X[:, 1:, 1:] = r0, r1, r1, R2
+    return X
+
+
+def from_form(X: torch.Tensor):
+    """Matrix [o, n, n] of g in x̃ → coefficients (α, β, Γ)."""
+    return X[:, 0, 0], 2 * X[:, 1:, 0], X[:, 1:, 1:]
+
+
+class MixturePreconditioner:
+    """See the module docstring. ``mixture`` must be whitened (Σ_k w_k M_k = I); ``basis`` is the
+    orthogonal Q [d + 1, d + 1] (identity when omitted). ``dtype`` is the precision of the four n³
+    products per output and application (float32 by default: the preconditioner need not be exact,
+    only fixed and symmetric)."""
+
+    def __init__(self, mixture: GaussianMixture, basis: torch.Tensor | None = None,
+                 dtype: torch.dtype | None = torch.float32):
+        w = mixture.weights
+        _, M = second_moments(mixture)
+        K, n, _ = M.shape
+        self.n, self.dtype = n, dtype or mixture.dtype
+        Q = torch.eye(n, dtype=M.dtype, device=M.device) if basis is None else basis.to(M.device, M.dtype)
+        lam = torch.diagonal(Q.T @ M @ Q, dim1=1, dim2=2)  # [K, n], > 0 since every M_k is PD
+        self.Q, self.D = Q, 2 * torch.einsum("k,ki,kj->ij", w, lam, lam)
+        self.Q_lo, self.Dinv_lo = Q.to(self.dtype), (1 / self.D).to(self.dtype)
+        # Woodbury terms: P = B + Σ_j s_j U_j ⊗ U_j (rank one each), U = [√w_k M_k ..., e₀e₀ᵀ]
+        E0 = torch.zeros(n, n, dtype=M.dtype, device=M.device)
+        E0[0, 0] = 1.0
+        q0 = Q[0]  # e₀ in the Q basis
+        # ⟨X, BX⟩ ≥ 2 X₀₀²·(1/ρ) with ρ = 2 Σ q0_i² q0_j² / D_ij (Cauchy–Schwarz): cap the coefficient
+        rho = float(2 * (q0[:, None] ** 2 * q0[None, :] ** 2 / self.D).sum())
+        s0 = -2.0 * min(1.0, 0.95 / rho)
+        self.U = torch.cat([w.sqrt()[:, None, None] * M, E0[None]])  # [K + 1, n, n]
+        signs = torch.cat([torch.ones(K, dtype=M.dtype, device=M.device),
+                           torch.tensor([s0], dtype=M.dtype, device=M.device)])
+        BU = self._base_inverse(self.U.to(self.dtype)).to(M.dtype)
+        self.BU = 0.5 * (BU + BU.transpose(1, 2))
+        cap = torch.diag(1 / signs) + torch.einsum("iab,jab->ij", self.U, self.BU)
+        self.cap_inv = torch.linalg.inv(0.5 * (cap + cap.T))
+        self.rho, self.e0_coefficient = rho, s0
+
+    def _base_inverse(self, X: torch.Tensor) -> torch.Tensor:
+        Q = self.Q_lo
+        return Q @ ((Q.T @ X @ Q) * self.Dinv_lo) @ Q.T
+
+    def __call__(self, r):
+        R = to_form(r)
+        Y = self._base_inverse(R.to(self.dtype)).to(R.dtype)
+        Y = 0.5 * (Y + Y.transpose(1, 2))
+        c = torch.einsum("jab,oab->oj", self.U, Y) @ self.cap_inv.T
+        return from_form(Y - torch.einsum("oj,jab->oab", c, self.BU))
