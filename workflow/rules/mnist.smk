@@ -43,6 +43,28 @@ rule mnist_mixture:
         " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
 
 
+rule mnist_solver_plan:
+    input:
+        mixture=rules.mnist_mixture.output[0],
+    output:
+        "results/mnist/solver_plan.pt",
+    params:
+        p=lambda wc: step_params(config["mnist"]["approx"]),
+    log:
+        log_path("mnist/solver_plan"),
+    benchmark:
+        bench_path("mnist/solver_plan")
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        CONDA_ENV
+    shell:
+        "polyinterp mnist-solver-plan --mixture {input.mixture:q} --out {output:q}"
+        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+
+
 rule mnist_train:
     input:
         data=rules.mnist_data.output[0],
@@ -75,6 +97,7 @@ rule mnist_approximants:
     input:
         ckpt=mnist_ckpt(),
         mixture=rules.mnist_mixture.output[0],
+        plan=rules.mnist_solver_plan.output[0],
         warm=previous_approx,
     output:
         mnist_approx(),
@@ -93,7 +116,7 @@ rule mnist_approximants:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-approximants --ckpt {input.ckpt:q} --mixture {input.mixture:q}"
+        "polyinterp mnist-approximants --ckpt {input.ckpt:q} --mixture {input.mixture:q} --plan {input.plan:q}"
         " {params.warm} --out {output:q} --params {params.p:q} --threads {threads} > {log:q} 2>&1"
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.approx import MLP, Approximant, GaussianMixture, linear_approximant, quadratic_approximant
+from polyinterp.approx import (MLP, Approximant, GaussianMixture, SolverPlan, linear_approximant,
+                               quadratic_approximant)
 from polyinterp.device import resolve_device
 from polyinterp.io import load_torch, save_torch
 from polyinterp.mnist.model import load_mlp
@@ -19,8 +20,10 @@ def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float
     return GaussianMixture(mixture["weights"], mixture["means"], mixture["covs"]).to(device, dtype)
 
 
-def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict | None = None) -> dict:
-    """Linear, exact quadratic and (when enabled) the paper's SGD quadratic, as state dicts."""
+def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict | None = None,
+                     plan: SolverPlan | None = None) -> dict:
+    """Linear, exact quadratic and (when enabled) the paper's SGD quadratic, as state dicts.
+    ``plan``: the mixture's :class:`SolverPlan` (rule ``mnist_solver_plan``); built here if None."""
     device = resolve_device(params["device"])
     mix = load_gaussian_mixture(mixture, device)
     mlp = MLP.from_module(load_mlp(ckpt, device).to(torch.float64))
@@ -29,7 +32,8 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict |
     out["linear"] = lin.to("cpu").state_dict()
     start = Approximant.from_state_dict(warm_start["quadratic"]).to(device) if warm_start else None
     quad = quadratic_approximant(
-        mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], warm_start=start
+        mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], warm_start=start,
+        jd_sweeps=params["jd_sweeps"], plan=plan.to(device) if plan is not None else None,
     )
     out["quadratic"] = quad.to("cpu").state_dict()
     log.info("step %d: linear %s; quadratic exact %s", ckpt["step"], lin.fit_info, quad.fit_info)
@@ -43,11 +47,21 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict |
     return out
 
 
-def approximants_step(ckpt_path, mixture_path, out, params: dict, warm_start_path=None) -> None:
+def approximants_step(ckpt_path, mixture_path, out, params: dict, warm_start_path=None, plan_path=None) -> None:
     """Rule ``mnist_approximants`` for one (seed, step)."""
     warm = load_torch(warm_start_path) if warm_start_path else None
-    result = fit_approximants(load_torch(ckpt_path), load_torch(mixture_path), params, warm)
+    plan = SolverPlan.from_state_dict(load_torch(plan_path)) if plan_path else None
+    result = fit_approximants(load_torch(ckpt_path), load_torch(mixture_path), params, warm, plan)
     save_torch(result, out)
+
+
+def solver_plan_step(mixture_path, out, params: dict) -> None:
+    """Rule ``mnist_solver_plan``: whitening + joint-diagonal basis of the mixture, once for all
+    checkpoints and seeds (computed on CPU in float64; a few Jacobi sweeps at d = 784)."""
+    mix = load_gaussian_mixture(load_torch(mixture_path), torch.device("cpu"))
+    plan = SolverPlan.build(mix, sweeps=params["jd_sweeps"])
+    log.info("solver plan: %d Jacobi sweeps in %.1f s (rank %d)", plan.sweeps, plan.seconds, plan.whitening.rank)
+    save_torch(plan.state_dict(), out)
 
 
 def load_approximants(path: str | Path, device="cpu") -> dict[str, Approximant]:

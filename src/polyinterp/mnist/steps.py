@@ -36,7 +36,15 @@ def _approximants(args):
     from polyinterp.mnist.approximants import approximants_step
 
     _threads(args)
-    approximants_step(args.ckpt, args.mixture, args.out, args.params, warm_start_path=args.warm_start)
+    approximants_step(args.ckpt, args.mixture, args.out, args.params, warm_start_path=args.warm_start,
+                      plan_path=args.plan)
+
+
+def _solver_plan(args):
+    from polyinterp.mnist.approximants import solver_plan_step
+
+    _threads(args)
+    solver_plan_step(args.mixture, args.out, args.params)
 
 
 def _metrics(args):
@@ -78,10 +86,15 @@ def register(sub) -> None:
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True, nargs="+", help="checkpoint paths, one per params['steps']")
 
+    p = add("mnist-solver-plan", _solver_plan, "per-mixture precomputation of the exact quadratic's solver")
+    p.add_argument("--mixture", required=True)
+    p.add_argument("--out", required=True)
+
     p = add("mnist-approximants", _approximants, "linear + quadratic approximants of one checkpoint")
     p.add_argument("--ckpt", required=True)
     p.add_argument("--mixture", required=True)
     p.add_argument("--warm-start", default=None, help="previous checkpoint's approximants (CG warm start)")
+    p.add_argument("--plan", default=None, help="solver plan of the mixture (mnist-solver-plan); built here when omitted")
     p.add_argument("--out", required=True)
 
     p = add("mnist-metrics", _metrics, "FVU / KL / accuracy of one checkpoint's approximants")
