@@ -4,6 +4,10 @@ Table schema (tidy, one row per (approximant, distribution, metric)); see README
     seed int64, step int64, approximant str {mlp, linear, quadratic, quadratic_sgd},
     distribution str {mixture, test}, metric str {fvu, kl, accuracy}, value float64,
     mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
+
+The MLP, α + βx and the metrics are float64; the quadratic form xᵀΓx of the quadratic approximants,
+most of the run time, is evaluated in float32 (``QUAD_DTYPE``): 1.6–2× faster, and the reported FVU
+and KL move by less than 1e-6 relative (at most 9.2e-8 at the seed-0 checkpoints; see ``Approximant.__call__``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ COLUMNS = {
     "mlp_test_accuracy": "float64", "ridge": "float64", "n_samples": "int64",
 }
 CHUNK = 8192
+QUAD_DTYPE = torch.float32
 
 
 @torch.no_grad()
@@ -42,11 +47,12 @@ def mixture_samples(mixture: dict, n: int, seed: int, device) -> tuple[torch.Ten
 
 @torch.no_grad()
 def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str) -> list[dict]:
+    """Accuracy of the MLP, and FVU, KL and accuracy of each approximant against it, on inputs x."""
     f = _evaluate(lambda v: model(v), x)
     rows = [dict(approximant="mlp", distribution=distribution, metric="accuracy",
                  value=float((f.argmax(1) == labels).double().mean()))]
     for name, approx in approximants.items():
-        g = _evaluate(approx, x)
+        g = approx(x, quad_dtype=QUAD_DTYPE)  # chunks itself, building its float32 Γ once
         rows += [
             dict(approximant=name, distribution=distribution, metric="fvu", value=float(fvu(f, g))),
             dict(approximant=name, distribution=distribution, metric="kl", value=float(kl_divergence(f, g))),
