@@ -124,3 +124,72 @@ def test_sae_training_is_seeded():
     b, _, _ = train_sae(x, p, seed=1)
     c, _, _ = train_sae(x, p, seed=2)
     assert torch.equal(a.W_dec, b.W_dec) and not torch.equal(a.W_dec, c.W_dec)
+
+
+def _topk_relu_reference(pre, k):
+    vals, idx = pre.topk(k, dim=-1)
+    return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
+
+
+@pytest.mark.parametrize("n, m, k", [(1, 64, 1), (300, 64, 4), (5000, 64, 4), (257, 15, 8), (100, 9, 8)])
+def test_topk_relu_fast_path_matches_torch_topk_bit_for_bit(n, m, k):
+    g = torch.Generator().manual_seed(n + k)
+    pre = torch.randn(n, m, generator=g)
+    w = torch.randn(n, m, generator=g)
+    p1, p2 = pre.clone().requires_grad_(), pre.clone().requires_grad_()
+    z1, z2 = topk_relu(p1, k), _topk_relu_reference(p2, k)
+    assert torch.equal(z1, z2)
+    (z1 * w).sum().backward()
+    (z2 * w).sum().backward()
+    assert torch.equal(p1.grad, p2.grad)
+
+
+def test_topk_relu_with_ties_nan_or_masked_rows_matches_torch_topk():
+    ties = torch.tensor([[3.0, 1.0, 3.0, 2.0, 0.5],           # tie at the top
+                         [1.0, 2.0, 2.0, 0.0, -1.0],          # tie at the 2nd/3rd value
+                         [5.0, 4.0, 1.0, 1.0, 0.0],           # tie below the 3rd value
+                         [float("-inf"), float("-inf"), 5.0, float("-inf"), 1.0]])  # AuxK-style masking
+    with_nan = torch.cat([ties, torch.tensor([[float("nan"), 1.0, 2.0, 3.0, 4.0]])])
+    for pre in (ties, with_nan, ties[2:3], ties[3:4]):
+        for k in (1, 2, 3, 4):
+            torch.testing.assert_close(topk_relu(pre, k), _topk_relu_reference(pre, k), rtol=0, atol=0, equal_nan=True)
+
+
+def test_auxk_shortcut_when_all_dead_fit_matches_topk_selection():
+    g = torch.Generator().manual_seed(6)
+    sae = TopKSAE(6, 12, 2)
+    sae.init_weights(g)
+    x = torch.randn(200, 6, generator=g)
+    resid = (x - sae(x)).detach()
+    dead = torch.zeros(12, dtype=torch.bool)
+    dead[[0, 3, 4, 9]] = True
+    pre1, pre2 = sae.pre(x).detach().requires_grad_(), sae.pre(x).detach().requires_grad_()
+    loss = auxk_loss(sae, pre1, resid, dead, aux_k=8)  # 4 dead <= aux_k: no selection
+    z = torch.nan_to_num(_topk_relu_reference(pre2.masked_fill(~dead, float("-inf")), 4), neginf=0.0)
+    recon = z @ sae.W_dec.detach().T
+    ref = (resid - recon).pow(2).sum(-1).mean() / (resid - resid.mean(0)).pow(2).sum(-1).mean()
+    assert float(loss.detach()) == float(ref.detach())
+    loss.backward()
+    ref.backward()
+    assert torch.equal(pre1.grad, pre2.grad)
+
+
+def test_training_runs_on_one_thread_and_restores_the_count():
+    from polyinterp.cubic.threads import intra_op_threads
+
+    seen = []
+
+    @intra_op_threads()
+    def probe():
+        seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        probe()
+        assert seen == [1] and torch.get_num_threads() == 2
+        x, _ = planted(n=2000)
+        train_sae(x, {**SAE_PARAMS, "steps": 5}, seed=0)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

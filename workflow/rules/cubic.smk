@@ -20,7 +20,7 @@ rule cubic_train:
         log_path("cubic/train_seed{seed}"),
     benchmark:
         bench_path("cubic/train_seed{seed}")
-    threads: 2
+    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
     resources:
         mem_mb=2000,
         runtime=60,
@@ -70,7 +70,7 @@ rule cubic_sae:
         log_path("cubic/sae_seed{seed}"),
     benchmark:
         bench_path("cubic/sae_seed{seed}")
-    threads: 2
+    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
     resources:
         mem_mb=3000,
         runtime=30,

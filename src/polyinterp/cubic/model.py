@@ -23,7 +23,9 @@ class CubicMLP(nn.Module):
         self.widths = widths
         layers = []
         for i in range(len(widths) - 2):
-            layers += [nn.Linear(widths[i], widths[i + 1]), nn.ReLU()]
+            # In-place ReLU: autograd does not need the Linear output it overwrites; saves one [n, w]
+            # buffer and pass per layer (training speed; same numbers).
+            layers += [nn.Linear(widths[i], widths[i + 1]), nn.ReLU(inplace=True)]
         self.body = nn.Sequential(*layers)
         self.out = nn.Linear(widths[-2], widths[-1])
 

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from polyinterp.config import config_hash
+from polyinterp.cubic.threads import intra_op_threads
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,38 @@ def geometric_median(points: torch.Tensor, iters: int = 100, tol: float = 1e-7) 
     return y.to(points.dtype)
 
 
+_MASK_MAX_K = 8  # topk_relu selects by masks up to this k; above it torch.topk is cheaper
+_MASK_ROWS = 4096  # rows per block of the mask selection (keeps the working copy in cache)
+
+
+def _topk_mask(pre: torch.Tensor, k: int) -> torch.Tensor | None:
+    """Boolean mask of the k largest entries of each row of a 2-D tensor, or None when some row has a
+    tie at its k-th largest value or a NaN (then the selection is left to ``torch.topk``).
+
+    k − 1 rounds knock out each row's maximum; the row's k-th largest value is then its maximum. It
+    uses only vectorised max/compare/fill passes, about twice as fast on the CPU as ``torch.topk``
+    for the SAE's 64-wide rows. A row without NaN keeps at least k entries, exactly k unless a round
+    knocked out tied values or the k-th value is tied; so "no NaN threshold and k·n entries in all"
+    holds exactly when every row's mask is its top-k set.
+    """
+    masks, nan = [], False
+    for block in pre.split(_MASK_ROWS):
+        work = block.clone()
+        for _ in range(k - 1):
+            work.masked_fill_(work >= work.amax(-1, keepdim=True), float("-inf"))
+        kth = work.amax(-1, keepdim=True)  # NaN exactly for the rows that hold a NaN
+        nan = nan or bool(kth.isnan().any())
+        masks.append(block >= kth)
+    keep = masks[0] if len(masks) == 1 else torch.cat(masks)
+    return None if nan or int(keep.sum()) != k * pre.shape[0] else keep
+
+
 def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
     """Keep the k largest entries of each row (ReLU applied to them), zero the rest."""
+    if pre.dim() == 2 and 1 <= k <= min(_MASK_MAX_K, pre.shape[1] - 1) and len(pre):
+        keep = _topk_mask(pre.detach(), k)
+        if keep is not None:
+            return torch.relu(pre) * keep  # same numbers (and gradient) as the topk/scatter below
     vals, idx = pre.topk(k, dim=-1)
     return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
 
@@ -108,9 +139,11 @@ def auxk_loss(sae: TopKSAE, pre: torch.Tensor, residual: torch.Tensor, dead: tor
     n_dead = int(dead.sum())
     if n_dead == 0:
         return pre.new_zeros(())
-    masked = pre.masked_fill(~dead, float("-inf"))
-    z = topk_relu(masked, min(aux_k, n_dead))
-    z = torch.nan_to_num(z, neginf=0.0)
+    if n_dead <= aux_k:
+        # Every dead latent is among the top aux_k: no selection needed (same numbers as topk, far cheaper).
+        z = torch.relu(pre) * dead
+    else:
+        z = topk_relu(pre.masked_fill(~dead, float("-inf")), aux_k)  # aux_k < n_dead: only dead latents win
     recon = z @ sae.W_dec.T
     denom = (residual - residual.mean(0)).pow(2).sum(-1).mean().clamp_min(1e-12)
     return (residual - recon).pow(2).sum(-1).mean() / denom
@@ -135,8 +168,12 @@ def evaluate_sae(sae: TopKSAE, x: torch.Tensor, batch: int = 65536) -> dict:
             "dead_frac": float((fires == 0).double().mean())}
 
 
+@intra_op_threads()
 def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu")):
-    """Fit a TopK SAE on the rows of ``x`` ([n, d]). Returns (sae, curve rows, samples_since_fired)."""
+    """Fit a TopK SAE on the rows of ``x`` ([n, d]). Returns (sae, curve rows, samples_since_fired).
+
+    Runs on one intra-op CPU thread (see ``polyinterp.cubic.threads``); the result does not depend on it.
+    """
     from polyinterp.cubic.task import STREAM_SAE, generator
 
     n, d = x.shape
@@ -153,7 +190,7 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
     var = float((x.double() - x.double().mean(0)).pow(2).sum(-1).mean())
     if var <= 0:
         raise DataError("the activations to fit the SAE on are constant (zero variance); the regressor's last hidden layer is dead.")
-    opt = torch.optim.Adam(sae.parameters(), lr=params["lr"], betas=(0.9, 0.999), eps=6.25e-10)
+    opt = torch.optim.Adam(sae.parameters(), lr=params["lr"], betas=(0.9, 0.999), eps=6.25e-10, foreach=True)
     since_fired = torch.zeros(m, dtype=torch.long, device=device)
     steps, bs = params["steps"], params["batch_size"]
     perm, pos = None, n
@@ -162,7 +199,7 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
     for step in range(1, steps + 1):
         if pos + bs > n:
             perm, pos = torch.randperm(n, generator=gen).to(device), 0
-        xb = x_dev[perm[pos : pos + bs]]
+        xb = x_dev.index_select(0, perm[pos : pos + bs])
         pos += bs
         lr = params["lr"] * min(1.0, (steps - step + 1) / max(1, int(params["decay_frac"] * steps)))
         for group in opt.param_groups:
@@ -173,7 +210,7 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
         mse = (recon - xb).pow(2).sum(-1).mean() / var
         fired = (z > 0).any(0)
         since_fired += bs
-        since_fired[fired] = 0
+        since_fired.masked_fill_(fired, 0)
         dead = since_fired >= params["dead_threshold"]
         aux = auxk_loss(sae, pre, (xb - recon).detach(), dead, params["aux_k"])
         loss = mse + params["aux_coef"] * aux
@@ -197,8 +234,9 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
     return sae.eval(), curve, since_fired.cpu()
 
 
+@intra_op_threads()
 def sae_step(acts_path, model_path, out_sae, out_metrics, out_latents, out_curve, params: dict) -> None:
-    """Step ``cubic-sae``: fit on the train activations, score on the held-out ones."""
+    """Step ``cubic-sae``: fit on the train activations, score on the held-out ones (one intra-op thread)."""
     from polyinterp.cubic.activations import load_activations
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.task import target
