@@ -3,7 +3,9 @@
 For d = 784, h ∈ {256, 512}, K ∈ {1, 10}: seconds, peak memory and CG iterations of the linear
 approximant, the exact quadratic (cold, and warm-started from the solution for a slightly different
 network, as from the previous checkpoint) and the SGD quadratic (the paper's baseline). Each
-configuration runs in its own subprocess so that the peak resident memory is its own.
+configuration runs in its own subprocess so that the peak resident memory is its own. For K > 1 the
+solver plan (whitening + joint-diagonal basis, once per mixture; rule ``mnist_solver_plan`` in the
+pipeline) is built first and timed separately ("plan s"); "seconds" is the solve alone.
 
     python bench/approximants.py                       # CPU (and CUDA when present), table to stdout
     python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --devices cpu
@@ -70,7 +72,7 @@ def _peak_mb(device: str) -> float:
 
 def run_one(cfg: dict) -> dict:
     """One (device, h, K, method) measurement, in this process."""
-    from polyinterp.approx import MLP, GaussianMixture, fidelity, linear_approximant, quadratic_approximant
+    from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
 
     device, h, K, method = cfg["device"], cfg["h"], cfg["K"], cfg["method"]
     raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None)
@@ -86,11 +88,17 @@ def run_one(cfg: dict) -> dict:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     out = {**cfg, "d": mix.d, "mixture_source": raw["source"]}
+    plan = None
+    if method == "quadratic_exact" and K > 1:
+        # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
+        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2))
+        out["plan_seconds"] = plan.seconds
     t0 = time.perf_counter()
     if method == "linear":
         res = linear_approximant(mlp, mix)
     elif method == "quadratic_exact":
-        res = quadratic_approximant(mlp, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"])
+        res = quadratic_approximant(mlp, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], plan=plan,
+                                    preconditioner=cfg.get("preconditioner", "joint_diagonal"))
     elif method == "quadratic_sgd":
         res = quadratic_approximant(mlp, mix, method="sgd", sgd_steps=cfg["sgd_steps"], sgd_batch=cfg["sgd_batch"],
                                     seed=0)
@@ -103,7 +111,7 @@ def run_one(cfg: dict) -> dict:
     rows = [out]
     if method == "quadratic_exact" and K > 1:
         # the next checkpoint: the same network after a small update (1 % relative weight change),
-        # warm-started from the solution just computed
+        # warm-started from the solution just computed, corrected by the change of the closed form
         g = torch.Generator(device=device).manual_seed(1)
         noise = lambda t: 1 + 0.01 * torch.randn(t.shape, generator=g, dtype=t.dtype, device=device)  # noqa: E731
         nxt = MLP(mlp.W1 * noise(mlp.W1), mlp.b1, mlp.W2 * noise(mlp.W2), mlp.b2, "relu")
@@ -111,7 +119,8 @@ def run_one(cfg: dict) -> dict:
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
-        res2 = quadratic_approximant(nxt, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], warm_start=res)
+        res2 = quadratic_approximant(nxt, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], warm_start=res,
+                                     warm_start_model=mlp, plan=plan, preconditioner=cfg.get("preconditioner", "joint_diagonal"))
         _record(warm, res2, t0, device)
         rows.append(warm)
     return rows
@@ -126,6 +135,9 @@ def _record(out: dict, res, t0: float, device: str) -> None:
     out["iterations"] = info.get("iterations")
     out["residual"] = info.get("residual")
     out["converged"] = info.get("converged")
+    out["start"] = info.get("start")
+    hist = info.get("residual_history") or [None]
+    out["initial_residual"] = hist[0]
 
 
 def main(argv=None):
@@ -138,6 +150,8 @@ def main(argv=None):
     ap.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
     ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--jd-sweeps", type=int, default=2, help="Jacobi sweeps of the solver plan (once per mixture)")
+    ap.add_argument("--preconditioner", default="joint_diagonal", choices=["joint_diagonal", "moment_matched"])
     ap.add_argument("--max-iter", type=int, default=500)
     ap.add_argument("--sgd-steps", type=int, default=200)
     ap.add_argument("--sgd-batch", type=int, default=256)
@@ -151,22 +165,23 @@ def main(argv=None):
         return
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rows = []
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": os.environ.get("MALLOC_MMAP_THRESHOLD_", "65536")}
-    print("| device | h | K | method | seconds | peak MB | CG its | residual | conv. |" +
+    env = dict(os.environ)
+    print("| device | h | K | method | seconds | plan s (once per mixture) | peak MB | CG its | residual | conv. |" +
           (" FVU |" if args.fvu_samples else ""))
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
     for device in devices:
         for h in args.hidden:
             for K in args.K:
                 for method in args.methods:
                     cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
-                           "mixture": args.mixture, "fvu_samples": args.fvu_samples}
+                           "mixture": args.mixture, "fvu_samples": args.fvu_samples,
+                           "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
                                           text=True, env=env)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
                     if proc.returncode or not lines:
-                        print(f"| {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |")
+                        print(f"| {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |", flush=True)
                         continue
                     for ln in lines:
                         r = json.loads(ln[7:])
@@ -183,7 +198,8 @@ def _print_row(r: dict, fvu_samples: int) -> None:
     its = r["iterations"] if method != "quadratic_sgd" else f"{r['iterations']} steps"
     conv = r["converged"] if r["converged"] is not None else ""
     fvu = f" {r['fvu']:.4f} |" if fvu_samples and "fvu" in r else (" |" if fvu_samples else "")
-    print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | {its} | "
+    plan = f"{r['plan_seconds']:.1f}" if "plan_seconds" in r else ""
+    print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {plan} | {r['peak_mb']:.0f} | {its} | "
           f"{res_s} | {conv} |" + fvu, flush=True)
 
 

@@ -182,3 +182,27 @@ def test_a_saved_plan_is_reused_and_checked(random_model, random_mixture):
         quadratic_approximant(model, other, plan=plan)
     with pytest.raises(ApproxInputError, match="d = 5"):
         quadratic_approximant(random_model("mlp", 4, 8, 2, seed=1), random_mixture(4, 2, seed=2), plan=plan)
+
+
+def test_closed_form_corrected_warm_start(random_model, random_mixture):
+    """Warm start from the previous model's solution, corrected by the change of the closed form:
+    same solution as a cold solve, a smaller starting residual than either plain start, and a clear
+    error when the previous model comes without the previous solution."""
+    d = 6
+    prev = random_model("mlp", d, 12, 3, seed=51)
+    mix = random_mixture(d, 4, seed=52, spread=2.0)
+    g = torch.Generator().manual_seed(53)
+    bump = lambda t: t * (1 + 0.2 * torch.randn(t.shape, generator=g, dtype=DT))  # noqa: E731
+    new = type(prev)(bump(prev.W1), prev.b1, bump(prev.W2), prev.b2, "relu")
+    old = quadratic_approximant(prev, mix, tol=1e-10, inner_dtype=None)
+    cold = quadratic_approximant(new, mix, tol=1e-10, inner_dtype=None)
+    plain = quadratic_approximant(new, mix, tol=1e-10, inner_dtype=None, warm_start=old)
+    corr = quadratic_approximant(new, mix, tol=1e-10, inner_dtype=None, warm_start=old, warm_start_model=prev)
+    assert corr.fit_info["start"] == "warm_start (closed-form corrected)"
+    start_residual = {name: r.fit_info["residual_history"][0] for name, r in
+                      (("cold", cold), ("plain", plain), ("corrected", corr))}
+    assert start_residual["corrected"] < 0.5 * min(start_residual["cold"], start_residual["plain"]), start_residual
+    assert corr.fit_info["iterations"] <= cold.fit_info["iterations"]
+    torch.testing.assert_close(corr.gamma, cold.gamma, rtol=1e-7, atol=1e-8)
+    with pytest.raises(ApproxInputError, match="without warm_start"):
+        quadratic_approximant(new, mix, warm_start_model=prev)

@@ -21,13 +21,14 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
                           sgd_steps: int = 2000, sgd_batch: int = 256, sgd_lr: float = 1e-3,
                           sgd_init: str = "standard", generator: torch.Generator | None = None,
                           seed: int | None = None, preconditioner: str = "joint_diagonal",
-                          jd_sweeps: int = 2, plan=None) -> Approximant:
+                          jd_sweeps: int = 2, plan=None, warm_start_model=None) -> Approximant:
     """Quadratic approximant g(x) = α + βx + xᵀΓx of an :class:`MLP`/:class:`GLU` under ``mixture``.
 
     ``method="exact"``: the L²(mixture) projection. K = 1 uses the closed form (second-order Stein,
     O(h·d²)); K > 1 solves the normal equations matrix-free by PCG to relative residual ``tol``
     (in whitened coordinates) within ``max_iter`` iterations, from ``warm_start`` when given (e.g.
-    the previous checkpoint's solution), preconditioned by ``preconditioner`` (``"joint_diagonal"``
+    the previous checkpoint's solution; with ``warm_start_model``, the model it was computed for, the
+    start is corrected by the change of the closed form), preconditioned by ``preconditioner`` (``"joint_diagonal"``
     in the basis of ``plan``, a :class:`SolverPlan` built once per mixture — here, with ``jd_sweeps``
     Jacobi sweeps, when omitted — or ``"moment_matched"``) — see
     :mod:`polyinterp.approx.quadratic_mixture` and :mod:`polyinterp.approx.mixture_preconditioner`.
@@ -42,6 +43,10 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     if warm_start is not None and (warm_start.d != mixture.d or warm_start.o != model.o):
         raise ApproxInputError(f"warm_start has d = {warm_start.d}, o = {warm_start.o}; the problem has "
                                f"d = {mixture.d}, o = {model.o}: pass the solution of the same problem")
+    if warm_start_model is not None:
+        if warm_start is None:
+            raise ApproxInputError("warm_start_model was given without warm_start; pass the previous solution too")
+        check_model(warm_start_model, mixture.d, mixture.device)
     model = model.to(dtype=mixture.dtype)
     if method == "exact":
         if mixture.K == 1:
@@ -53,7 +58,7 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
             return out
         return quadratic_mixture(model, mixture, tol=tol, max_iter=max_iter, warm_start=warm_start,
                                  inner_dtype=inner_dtype, rcond=rcond, preconditioner=preconditioner,
-                                 jd_sweeps=jd_sweeps, plan=plan)
+                                 jd_sweeps=jd_sweeps, plan=plan, warm_start_model=warm_start_model)
     if method == "sgd":
         return quadratic_sgd(model, mixture, steps=sgd_steps, batch=sgd_batch, lr=sgd_lr, generator=generator,
                              seed=seed, init=sgd_init)

@@ -174,13 +174,19 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
 def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max_iter: int = 500,
                       warm_start: Approximant | None = None, inner_dtype: torch.dtype | None = torch.float32,
                       rcond: float = 1e-10, preconditioner: str = "joint_diagonal", jd_sweeps: int = 2,
-                      plan: SolverPlan | None = None) -> Approximant:
+                      plan: SolverPlan | None = None, warm_start_model=None) -> Approximant:
     """The exact L²(mixture) projection of ``model`` onto quadratics (see module docstring).
 
     ``preconditioner``: ``"joint_diagonal"`` (default, :class:`MixturePreconditioner` in the basis of
     ``plan``) or ``"moment_matched"`` (the Gram inverse of N(0, I) in whitened coordinates).
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
     same mixture); built here with ``jd_sweeps`` Jacobi sweeps when omitted.
+    ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
+    the model it solved for, the start is corrected by the change of the moment-matched closed form,
+    x₀ = x_prev + (x_mm(model) − x_mm(warm_start_model)): the closed form carries the change of the
+    network and x_prev the mixture's correction to it (on MNIST, step 8192 → 16384: relative
+    residual 0.016 against 0.37 for x_prev alone and 0.08 for x_mm). The start with the smaller
+    residual is used.
     """
     t0 = time.perf_counter()
     if preconditioner not in ("joint_diagonal", "moment_matched"):
@@ -205,16 +211,22 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         lo = GramOperator(wmix.to(dtype=inner_dtype))
         op_lo = lambda th: cast(lo(cast(th, inner_dtype)), mixture.dtype)  # noqa: E731
     eye = torch.eye(W.rank, dtype=mixture.dtype, device=mixture.device)
-    mm = quadratic_gaussian(wmodel, torch.zeros(W.rank, dtype=mixture.dtype, device=mixture.device), eye)
+    zero = torch.zeros(W.rank, dtype=mixture.dtype, device=mixture.device)
+    mm = quadratic_gaussian(wmodel, zero, eye)
     x0, start, r0 = (mm.alpha, mm.beta, mm.gamma), "moment_matched", None
     if warm_start is not None:
         # keep the warm start only if its residual beats the moment-matched start's (one extra product)
         ws = warm_start.to(mixture.device, mixture.dtype).quadratic().compose(W.M, W.shift)
         x_ws = (ws.alpha, ws.beta, ws.gamma)
+        if warm_start_model is not None:
+            prev = warm_start_model.to(mixture.device, mixture.dtype).affine(W.M, W.shift)
+            mm_prev = quadratic_gaussian(prev, zero, eye)
+            x_ws = _add(x_ws, _add(x0, (mm_prev.alpha, mm_prev.beta, mm_prev.gamma), -1.0))
         bnorm = torch.diagonal(block_inner(rhs, rhs)).sqrt()
         r_ws, r_mm = _add(rhs, op_hi(x_ws), -1.0), _add(rhs, op_hi(x0), -1.0)
         if float((_rel(r_ws, bnorm) / _rel(r_mm, bnorm)).max()) <= 1.0:
-            x0, start, r0 = x_ws, "warm_start", r_ws
+            x0, r0 = x_ws, r_ws
+            start = "warm_start (closed-form corrected)" if warm_start_model is not None else "warm_start"
         else:
             r0, start = r_mm, "moment_matched (warm start was worse)"
     x, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0)

@@ -27,12 +27,16 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict |
     device = resolve_device(params["device"])
     mix = load_gaussian_mixture(mixture, device)
     mlp = MLP.from_module(load_mlp(ckpt, device).to(torch.float64))
-    out = {"step": ckpt["step"], "seed": ckpt["seed"], "ridge": mixture["ridge"], "preprocess": ckpt["preprocess"]}
+    out = {"step": ckpt["step"], "seed": ckpt["seed"], "ridge": mixture["ridge"], "preprocess": ckpt["preprocess"],
+           "mlp": {"arch": ckpt["arch"], "state": ckpt["state"]}}  # the network approximated (next warm start)
     lin = linear_approximant(mlp, mix)
     out["linear"] = lin.to("cpu").state_dict()
     start = Approximant.from_state_dict(warm_start["quadratic"]).to(device) if warm_start else None
+    start_model = (MLP.from_module(load_mlp(warm_start["mlp"], device).to(torch.float64))
+                   if warm_start and "mlp" in warm_start else None)
     quad = quadratic_approximant(
         mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], warm_start=start,
+        warm_start_model=start_model,
         jd_sweeps=params["jd_sweeps"], plan=plan.to(device) if plan is not None else None,
     )
     out["quadratic"] = quad.to("cpu").state_dict()
