@@ -62,13 +62,12 @@ def _rotate(T: torch.Tensor, p, q, c, s, dim: int) -> None:
         T[..., p, :], T[..., q, :] = cc * Tp + ss * Tq, cc * Tq - ss * Tp
 
 
-def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """One round-robin sweep on A [K, B, m, m] (m even, modified in place); returns R [B, m, m]
-    with A_new = Rᵀ A_old R."""
+def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor, rounds) -> torch.Tensor:
+    """One round-robin sweep (``rounds`` = ``_round_robin(m)`` on A's device) on A [K, B, m, m]
+    (m even, modified in place); returns R [B, m, m] with A_new = Rᵀ A_old R."""
     m = A.shape[-1]
     R = torch.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[1], m, m).clone()
-    for p, q in _round_robin(m):
-        p, q = p.to(A.device), q.to(A.device)
+    for p, q in rounds:
         c, s = _rotations(A, w, p, q)
         _rotate(A, p, q, c, s, -1)
         _rotate(A, p, q, c, s, -2)
@@ -97,11 +96,13 @@ def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int 
     Q = torch.eye(N, dtype=mats.dtype, device=mats.device)
     w = weights.to(mats.dtype)
     blocks = torch.arange(N, device=mats.device).view(nb, b)
+    dev = lambda rounds: [(p.to(mats.device), q.to(mats.device)) for p, q in rounds]  # noqa: E731
+    outer, inner = dev(_round_robin(nb)), dev(_round_robin(2 * b))
     for _ in range(sweeps):
-        for bp, bq in _round_robin(nb):
-            idx = torch.cat([blocks[bp.to(blocks.device)], blocks[bq.to(blocks.device)]], 1)  # [P, 2b]
+        for bp, bq in outer:
+            idx = torch.cat([blocks[bp], blocks[bq]], 1)  # [P, 2b]
             sub = M[:, idx[:, :, None], idx[:, None, :]]  # [K, P, 2b, 2b]
-            R = _jacobi_sweep(sub, w)  # [P, 2b, 2b]
+            R = _jacobi_sweep(sub, w, inner)  # [P, 2b, 2b]
             flat = idx.reshape(-1)
             P = idx.shape[0]
             cols = M[:, :, flat].view(K, N, P, 2 * b)

@@ -180,7 +180,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     ``preconditioner``: ``"joint_diagonal"`` (default, :class:`MixturePreconditioner` in the basis of
     ``plan``) or ``"moment_matched"`` (the Gram inverse of N(0, I) in whitened coordinates).
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
-    same mixture); built here with ``jd_sweeps`` Jacobi sweeps when omitted.
+    same mixture); built here with ``jd_sweeps`` Jacobi sweeps and ``rcond`` when omitted (a given
+    plan brings its own whitening, so ``rcond`` and ``jd_sweeps`` are then unused).
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
     the model it solved for, the start is corrected by the change of the moment-matched closed form,
     x₀ = x_prev + (x_mm(model) − x_mm(warm_start_model)): the closed form carries the change of the
