@@ -4,8 +4,10 @@ For d = 784, h ∈ {256, 512}, K ∈ {1, 10}: seconds, peak memory and CG iterat
 approximant, the exact quadratic (cold, and warm-started from the solution for a slightly different
 network, as from the previous checkpoint) and the SGD quadratic (the paper's baseline). Each
 configuration runs in its own subprocess so that the peak resident memory is its own. For K > 1 the
-solver plan (whitening + joint-diagonal basis, once per mixture; rule ``mnist_solver_plan`` in the
-pipeline) is built first and timed separately ("plan s"); "seconds" is the solve alone.
+solver plan (whitening, joint-diagonal basis and deflation vectors, once per mixture; rule
+``mnist_solver_plan`` in the pipeline) is built first and timed separately ("plan s"); "seconds" is
+the solve alone. "inner" is the precision of the products inside PCG (``--inner-dtype``, default
+auto), "deflated" the number of eigenvectors deflated.
 
     python bench/approximants.py                       # CPU (and CUDA when present), table to stdout
     python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --devices cpu
@@ -30,6 +32,7 @@ from pathlib import Path
 import torch
 
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
+INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
 
 
 def synthetic_mnist_like(K: int = 10, side: int = 28, rank: int = 60, ridge_rel: float = 1e-2, seed: int = 0):
@@ -89,16 +92,17 @@ def run_one(cfg: dict) -> dict:
         torch.cuda.reset_peak_memory_stats()
     out = {**cfg, "d": mix.d, "mixture_source": raw["source"]}
     plan = None
+    inner = INNER_DTYPES[cfg.get("inner_dtype", "auto")]
     if method == "quadratic_exact" and K > 1:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
-        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2))
+        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60))
         out["plan_seconds"] = plan.seconds
     t0 = time.perf_counter()
     if method == "linear":
         res = linear_approximant(mlp, mix)
     elif method == "quadratic_exact":
         res = quadratic_approximant(mlp, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], plan=plan,
-                                    preconditioner=cfg.get("preconditioner", "joint_diagonal"))
+                                    preconditioner=cfg.get("preconditioner", "joint_diagonal"), inner_dtype=inner)
     elif method == "quadratic_sgd":
         res = quadratic_approximant(mlp, mix, method="sgd", sgd_steps=cfg["sgd_steps"], sgd_batch=cfg["sgd_batch"],
                                     seed=0)
@@ -120,7 +124,8 @@ def run_one(cfg: dict) -> dict:
             torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
         res2 = quadratic_approximant(nxt, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], warm_start=res,
-                                     warm_start_model=mlp, plan=plan, preconditioner=cfg.get("preconditioner", "joint_diagonal"))
+                                     warm_start_model=mlp, plan=plan, preconditioner=cfg.get("preconditioner", "joint_diagonal"),
+                                     inner_dtype=inner)
         _record(warm, res2, t0, device)
         rows.append(warm)
     return rows
@@ -138,6 +143,8 @@ def _record(out: dict, res, t0: float, device: str) -> None:
     out["start"] = info.get("start")
     hist = info.get("residual_history") or [None]
     out["initial_residual"] = hist[0]
+    out["inner_dtype"] = info.get("inner_dtype", "")
+    out["deflated"] = info.get("deflated", "")
 
 
 def main(argv=None):
@@ -152,6 +159,8 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--jd-sweeps", type=int, default=2, help="Jacobi sweeps of the solver plan (once per mixture)")
     ap.add_argument("--preconditioner", default="joint_diagonal", choices=["joint_diagonal", "moment_matched"])
+    ap.add_argument("--deflation-steps", type=int, default=60, help="Lanczos steps of the plan's deflation (0: none)")
+    ap.add_argument("--inner-dtype", default="auto", choices=sorted(INNER_DTYPES), help="precision inside PCG")
     ap.add_argument("--max-iter", type=int, default=500)
     ap.add_argument("--sgd-steps", type=int, default=200)
     ap.add_argument("--sgd-batch", type=int, default=256)
@@ -166,9 +175,9 @@ def main(argv=None):
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rows = []
     env = dict(os.environ)
-    print("| device | h | K | method | seconds | plan s (once per mixture) | peak MB | CG its | residual | conv. |" +
-          (" FVU |" if args.fvu_samples else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
+    print("| device | h | K | method | seconds | plan s (once per mixture) | peak MB | CG its | inner | deflated "
+          "| residual | conv. |" + (" FVU |" if args.fvu_samples else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
     for device in devices:
         for h in args.hidden:
             for K in args.K:
@@ -176,7 +185,8 @@ def main(argv=None):
                     cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
-                           "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner}
+                           "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner,
+                           "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
                                           text=True, env=env)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -200,7 +210,7 @@ def _print_row(r: dict, fvu_samples: int) -> None:
     fvu = f" {r['fvu']:.4f} |" if fvu_samples and "fvu" in r else (" |" if fvu_samples else "")
     plan = f"{r['plan_seconds']:.1f}" if "plan_seconds" in r else ""
     print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {plan} | {r['peak_mb']:.0f} | {its} | "
-          f"{res_s} | {conv} |" + fvu, flush=True)
+          f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} |" + fvu, flush=True)
 
 
 if __name__ == "__main__":

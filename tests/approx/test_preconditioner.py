@@ -12,7 +12,8 @@ from polyinterp.approx import GaussianMixture, SolverPlan, quadratic_approximant
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.joint_diagonal import joint_diagonalize, off_diagonal_mass
 from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, from_form, second_moments, to_form
-from polyinterp.approx.quadratic_mixture import GramOperator, standard_gaussian_inverse
+from polyinterp.approx.gram_operator import GramOperator
+from polyinterp.approx.quadratic_mixture import standard_gaussian_inverse
 from polyinterp.approx.whitening import whiten_mixture, whitening
 
 DT = torch.float64

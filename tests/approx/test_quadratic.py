@@ -10,7 +10,9 @@ import torch
 
 from polyinterp.approx import Approximant, GaussianMixture, quadratic_approximant, quadratic_gaussian
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.quadratic_mixture import GramOperator, block_pcg, rhs_mixture, standard_gaussian_inverse
+from polyinterp.approx.block_pcg import block_pcg
+from polyinterp.approx.gram_operator import GramOperator
+from polyinterp.approx.quadratic_mixture import rhs_mixture, standard_gaussian_inverse
 
 DT = torch.float64
 CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "gelu")]
@@ -185,3 +187,7 @@ def test_cuda_matches_cpu(random_model, random_mixture):
     gpu = quadratic_approximant(model.to("cuda"), mix.to("cuda"), tol=1e-10)
     assert gpu.gamma.is_cuda
     torch.testing.assert_close(gpu.gamma.cpu(), cpu.gamma, rtol=1e-7, atol=1e-9)
+    # bfloat16 inner products on the GPU (tensor cores) still meet the float64 tolerance
+    bf = quadratic_approximant(model.to("cuda"), mix.to("cuda"), tol=1e-10, inner_dtype=torch.bfloat16)
+    assert bf.fit_info["converged"] and bf.fit_info["inner_dtype"] == "bfloat16"
+    torch.testing.assert_close(bf.gamma.cpu(), cpu.gamma, rtol=1e-7, atol=1e-9)

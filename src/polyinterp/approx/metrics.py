@@ -65,7 +65,8 @@ def fidelity(model, approximant: Approximant, x: torch.Tensor, chunk_size: int =
 
 def expected_inner(model, approximant: Approximant, mixture: GaussianMixture) -> torch.Tensor:
     """E[f_o · g_o] under the mixture, per output [o] (exact: the coefficients against E[f·basis])."""
-    from polyinterp.approx.quadratic_mixture import inner, rhs_mixture
+    from polyinterp.approx.gram_operator import inner
+    from polyinterp.approx.quadratic_mixture import rhs_mixture
 
     g = approximant.to(mixture.device, mixture.dtype).quadratic()
     return inner((g.alpha, g.beta, g.gamma), rhs_mixture(model.to(dtype=mixture.dtype), mixture))
@@ -73,7 +74,7 @@ def expected_inner(model, approximant: Approximant, mixture: GaussianMixture) ->
 
 def expected_sq_norm(approximant: Approximant, mixture: GaussianMixture) -> torch.Tensor:
     """E[g_o²] under the mixture, per output [o] (exact, one Gram-operator product)."""
-    from polyinterp.approx.quadratic_mixture import GramOperator, inner
+    from polyinterp.approx.gram_operator import GramOperator, inner
 
     g = approximant.to(mixture.device, mixture.dtype).quadratic()
     theta = (g.alpha, g.beta, g.gamma)

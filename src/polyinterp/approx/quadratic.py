@@ -17,7 +17,7 @@ from polyinterp.approx.quadratic_sgd import quadratic_sgd
 
 def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact", *, tol: float = 1e-6,
                           max_iter: int = 500, warm_start: Approximant | None = None,
-                          inner_dtype: torch.dtype | None = torch.float32, rcond: float = 1e-10,
+                          inner_dtype="auto", rcond: float = 1e-10,
                           sgd_steps: int = 2000, sgd_batch: int = 256, sgd_lr: float = 1e-3,
                           sgd_init: str = "standard", generator: torch.Generator | None = None,
                           seed: int | None = None, preconditioner: str = "joint_diagonal",
@@ -33,7 +33,9 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     Jacobi sweeps, when omitted — or ``"moment_matched"``) — see
     :mod:`polyinterp.approx.quadratic_mixture` and :mod:`polyinterp.approx.mixture_preconditioner`.
     ``method="sgd"``: the paper's baseline (``sgd_steps``, ``sgd_batch``, ``sgd_lr``; samples drawn
-    with ``generator`` or ``seed``). ``fit_info`` records method, iterations, residual and seconds.
+    with ``generator`` or ``seed``). ``inner_dtype``: precision of the products inside PCG
+    (``"auto"``: bfloat16 where fast, else float32; None: float64) — the result meets ``tol`` in
+    float64 either way. ``fit_info`` records method, iterations, residual and seconds.
     """
     if not isinstance(mixture, GaussianMixture):
         raise ApproxInputError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")

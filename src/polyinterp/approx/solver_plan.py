@@ -3,7 +3,8 @@
 The Gram operator of the normal equations depends on the mixture only, so its whitening and the
 basis that jointly diagonalises the components' second moments (the slow part of building the
 :class:`~polyinterp.approx.mixture_preconditioner.MixturePreconditioner`) can be computed once and
-shared by all checkpoints and seeds. A plan carries its own whitening, so a saved plan stays valid
+shared by all checkpoints and seeds; so can the eigenvectors of the preconditioned operator's
+isolated eigenvalues, which the solver deflates (:mod:`polyinterp.approx.deflation`). A plan carries its own whitening, so a saved plan stays valid
 wherever it is loaded (another machine's eigensolver may pick a different but equally valid
 whitening; the basis belongs to this one).
 """
@@ -15,24 +16,32 @@ from dataclasses import dataclass
 
 import torch
 
+from polyinterp.approx.deflation import outlier_eigenvectors
 from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.gram_operator import GramOperator
 from polyinterp.approx.joint_diagonal import joint_diagonalize
 from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import second_moments
+from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, second_moments
 from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 
 
 @dataclass
 class SolverPlan:
-    """``whitening`` of the mixture and ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white))."""
+    """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white)) and
+    ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
+    preconditioned operator (whitened coordinates; k = 0 when none were found or asked for)."""
 
     whitening: Whitening
     basis: torch.Tensor
     sweeps: int
     seconds: float = 0.0
+    deflation: tuple | None = None
 
     @classmethod
-    def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10) -> "SolverPlan":
+    def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
+              lanczos_steps: int = 60) -> "SolverPlan":
+        """``sweeps`` Jacobi sweeps for the basis (0: identity); ``lanczos_steps`` steps of the Lanczos
+        run that finds the eigenvectors to deflate (0: none; needs ``sweeps`` > 0)."""
         t0 = time.perf_counter()
         W = whitening(mixture, rcond)
         wmix = whiten_mixture(mixture, W)
@@ -41,7 +50,14 @@ class SolverPlan:
             Q = joint_diagonalize(M, wmix.weights, sweeps=sweeps, block=block)
         else:
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
-        return cls(W, Q, sweeps, time.perf_counter() - t0)
+        deflation = None
+        if sweeps > 0 and lanczos_steps > 0:
+            # float32 products are ample for the outliers' eigenvectors and halve the time
+            op = GramOperator(wmix, product_dtype=torch.float32)
+            precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
+            deflation = outlier_eigenvectors(op, precond, W.rank, steps=lanczos_steps, dtype=wmix.dtype,
+                                             device=wmix.device)
+        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -63,17 +79,22 @@ class SolverPlan:
     def state_dict(self) -> dict:
         W = self.whitening
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "deflation": self.deflation}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
         missing = [k for k in ("shift", "M", "P", "basis", "sweeps") if k not in state]
         if missing:
             raise ApproxInputError(f"solver plan state lacks {missing}; it must come from SolverPlan.state_dict()")
+        deflation = state.get("deflation")
+        if deflation is not None and (len(deflation) != 3 or deflation[1].shape[-1] != state["P"].shape[0]):
+            raise ApproxInputError("solver plan state has a deflation block that does not match its whitening; "
+                                   "rebuild the plan with SolverPlan.build(mixture)")
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
-                   float(state.get("seconds", 0.0)))
+                   float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None)
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
         W = self.whitening
-        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds)
+        deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
+        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation)

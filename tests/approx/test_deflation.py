@@ -1,0 +1,146 @@
+"""Deflation of isolated eigenvalues and mixed-precision block PCG, against independent routes: an
+operator with a known eigendecomposition, a direct solve, the float64 solution."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from polyinterp.approx import SolverPlan, quadratic_approximant
+from polyinterp.approx.block_pcg import block_pcg
+from polyinterp.approx.deflation import Deflation, outlier_eigenvectors
+from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.gram_operator import GramOperator, block_inner, inner, sym
+from polyinterp.approx.mixture_preconditioner import MixturePreconditioner
+
+DT = torch.float64
+D = 6
+
+
+def _diagonal_operator(seed: int = 0):
+    """θ ↦ (λ_α α, λ_β ⊙ β, Λ ⊙ Γ) with Λ symmetric: self-adjoint in the Frobenius inner product, its
+    eigenvectors are the unit coordinate directions. Spectrum: a cluster in [1, 2] plus an isolated
+    0.01 (the α direction) and 50 (β₂)."""
+    g = torch.Generator().manual_seed(seed)
+    lam_a = torch.tensor(0.01, dtype=DT)
+    lam_b = 1 + torch.rand(D, generator=g, dtype=DT)
+    lam_b[2] = 50.0
+    L = 1 + torch.rand(D, D, generator=g, dtype=DT)
+    L = sym(L)
+    op = lambda th: (lam_a * th[0], lam_b * th[1], L * th[2])  # noqa: E731
+    inv = lambda th: (th[0] / lam_a, th[1] / lam_b, th[2] / L)  # noqa: E731
+    return op, inv
+
+
+def _unit(part: int, index) -> tuple:
+    th = (torch.zeros(1, dtype=DT), torch.zeros(1, D, dtype=DT), torch.zeros(1, D, D, dtype=DT))
+    th[part][(0, *index)] = 1.0
+    return th
+
+
+def test_lanczos_finds_exactly_the_isolated_eigenvectors():
+    op, _ = _diagonal_operator()
+    info = {}
+    W = outlier_eigenvectors(op, lambda r: r, D, steps=14, info=info)
+    assert W[0].shape[0] == 2, info
+    # the span of W is the span of the two isolated eigenvectors: projecting them onto W loses nothing
+    for e in (_unit(0, ()), _unit(1, (2,))):
+        c = block_inner(W, e)[:, 0]
+        assert float(c.square().sum()) == pytest.approx(1.0, abs=1e-8)
+    # and W is orthonormal
+    torch.testing.assert_close(block_inner(W, W), torch.eye(2, dtype=DT), rtol=0, atol=1e-10)
+
+
+def test_lanczos_takes_nothing_from_a_spectrum_without_outliers():
+    op = lambda th: (1.5 * th[0], (1 + torch.linspace(0, 1, D, dtype=DT)) * th[1], 1.3 * th[2])  # noqa: E731
+    W = outlier_eigenvectors(op, lambda r: r, D, steps=10)
+    assert W[0].shape[0] == 0
+
+
+def test_deflated_block_pcg_gives_the_direct_solution_in_fewer_iterations():
+    op, inv = _diagonal_operator()
+    g = torch.Generator().manual_seed(5)
+    rhs = (torch.randn(3, generator=g, dtype=DT), torch.randn(3, D, generator=g, dtype=DT),
+           sym(torch.randn(3, D, D, generator=g, dtype=DT)))
+    exact = inv(rhs)
+    zero = tuple(torch.zeros_like(t) for t in rhs)
+    ident = lambda r: r  # noqa: E731
+    plain = block_pcg(op, op, ident, rhs, zero, 1e-12, 200)
+    W = outlier_eigenvectors(op, ident, D, steps=14)
+    defl = block_pcg(op, op, ident, rhs, zero, 1e-12, 200, deflation=Deflation(W, op))
+    for x, it, rel, _ in (plain, defl):
+        assert float(rel.max()) <= 1e-12
+        for a, b in zip(x, exact):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+    assert defl[1] < plain[1], (defl[1], plain[1])
+
+
+def test_deflation_correct_and_project():
+    """After ``correct`` the residual is orthogonal to W and x + Δx, r − AΔx stay consistent; after
+    ``project`` a direction is A-orthogonal to W."""
+    op, _ = _diagonal_operator()
+    g = torch.Generator().manual_seed(6)
+    W = tuple(t[:2] for t in (torch.randn(3, generator=g, dtype=DT), torch.randn(3, D, generator=g, dtype=DT),
+                              sym(torch.randn(3, D, D, generator=g, dtype=DT))))
+    defl = Deflation(W, op)
+    rhs = (torch.randn(2, generator=g, dtype=DT), torch.randn(2, D, generator=g, dtype=DT),
+           sym(torch.randn(2, D, D, generator=g, dtype=DT)))
+    x = tuple(torch.zeros_like(t) for t in rhs)
+    x2, r2 = defl.correct(x, rhs)
+    assert float(block_inner(W, r2).abs().max()) < 1e-12
+    true = tuple(b - a for b, a in zip(rhs, op(x2)))
+    for a, b in zip(r2, true):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    z = defl.project(rhs)
+    assert float(block_inner(W, op(z)).abs().max()) < 1e-12
+
+
+def test_plan_deflates_eigenvectors_of_the_preconditioned_operator(random_mixture):
+    mix = random_mixture(8, 3, seed=21, spread=3.0)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=25)
+    W = plan.deflation
+    assert W is not None and W[0].shape[0] >= 1
+    wmix = plan.whiten(mix)
+    op, P = GramOperator(wmix), MixturePreconditioner(wmix, plan.basis, dtype=DT)
+    for i in range(W[0].shape[0]):
+        v = tuple(t[i:i + 1] for t in W)
+        Mv = P(op(v))
+        lam = float(inner(v, Mv))  # v is a unit vector
+        res = tuple(a - lam * b for a, b in zip(Mv, v))
+        assert float(inner(res, res).sqrt()) <= 0.05 * abs(lam)
+    # the deflation travels with the plan, and a mismatched one is refused
+    again = SolverPlan.from_state_dict(plan.state_dict())
+    for a, b in zip(again.deflation, W):
+        torch.testing.assert_close(a, b)
+    state = plan.state_dict()
+    state["deflation"] = tuple(t[..., :-1] if t.dim() > 1 else t for t in W)
+    with pytest.raises(ApproxInputError, match="deflation"):
+        SolverPlan.from_state_dict(state)
+
+
+def test_bfloat16_inner_products_still_reach_a_float64_tolerance(random_model, random_mixture):
+    d = 7
+    model = random_model("mlp", d, 16, 3, seed=8)
+    mix = random_mixture(d, 4, seed=9, spread=2.0)
+    ref = quadratic_approximant(model, mix, tol=1e-11, inner_dtype=None)
+    bf = quadratic_approximant(model, mix, tol=1e-9, inner_dtype=torch.bfloat16)
+    assert bf.fit_info["converged"] and bf.fit_info["residual"] <= 1e-9
+    assert bf.fit_info["inner_dtype"] == "bfloat16"
+    for a, b in ((bf.alpha, ref.alpha), (bf.beta, ref.beta), (bf.gamma, ref.gamma)):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    # the bfloat16 product itself is only good to ~1e-2: the accuracy comes from the float64 residuals
+    g = torch.Generator().manual_seed(3)
+    th = (torch.randn(2, generator=g, dtype=DT), torch.randn(2, d, generator=g, dtype=DT),
+          sym(torch.randn(2, d, d, generator=g, dtype=DT)))
+    exact = GramOperator(mix)(th)
+    low = GramOperator(mix.to(dtype=torch.float32), product_dtype=torch.bfloat16)(tuple(t.float() for t in th))
+    err = float(sum(((a.double() - b) ** 2).sum() for a, b in zip(low, exact)).sqrt())
+    size = float(sum((b ** 2).sum() for b in exact).sqrt())
+    assert 1e-5 < err / size < 3e-2
+
+
+def test_unknown_inner_dtype_is_refused(random_model, random_mixture):
+    model = random_model("mlp", 4, 5, 2, seed=1)
+    mix = random_mixture(4, 2, seed=2)
+    with pytest.raises(ApproxInputError, match="inner_dtype"):
+        quadratic_approximant(model, mix, inner_dtype=torch.int32)
