@@ -74,19 +74,21 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
                 distinct[-1] = i
         else:
             distinct.append(i)
-    ok = lambda i: bool(estimate[i] <= rel_tol)  # noqa: E731
+    def isolated(i: int, neighbour: int) -> bool:  # converged, and ≥ gap from the next Ritz value inwards
+        hi_, lo_ = max(theta[i], theta[neighbour]), min(theta[i], theta[neighbour])
+        return bool(estimate[i] <= rel_tol) and bool(hi_ >= gap * lo_)
+
     sel, lo, hi = [], 0, len(distinct) - 1
-    while lo < hi and len(sel) < max_vectors and ok(distinct[lo]) and theta[distinct[lo + 1]] >= gap * theta[distinct[lo]]:
+    while lo < hi and len(sel) < max_vectors and isolated(distinct[lo], distinct[lo + 1]):
         sel.append(distinct[lo])
         lo += 1
-    while hi > lo and len(sel) < max_vectors and ok(distinct[hi]) and theta[distinct[hi]] >= gap * theta[distinct[hi - 1]]:
+    while hi > lo and len(sel) < max_vectors and isolated(distinct[hi], distinct[hi - 1]):
         sel.append(distinct[hi])
         hi -= 1
+    if not sel:
+        return (torch.zeros(0, dtype=dtype, device=device), torch.zeros(0, d, dtype=dtype, device=device),
+                torch.zeros(0, d, d, dtype=dtype, device=device))
     sel = torch.tensor(sorted(sel), dtype=torch.long)
-    empty = (torch.zeros(0, dtype=dtype, device=device), torch.zeros(0, d, dtype=dtype, device=device),
-             torch.zeros(0, d, d, dtype=dtype, device=device))
-    if sel.numel() == 0:
-        return empty
     basis = tuple(torch.cat([v[c] for v in Z]) for c in range(3))  # [m, ...]
     V = block_combine(basis, S[:, sel].to(dtype=dtype, device=device))
     lam, U = torch.linalg.eigh(sym(block_inner(V, V)))
