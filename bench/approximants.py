@@ -32,7 +32,6 @@ from pathlib import Path
 import torch
 
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
-INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
 
 
 def synthetic_mnist_like(K: int = 10, side: int = 28, rank: int = 60, ridge_rel: float = 1e-2, seed: int = 0):
@@ -92,7 +91,7 @@ def run_one(cfg: dict) -> dict:
         torch.cuda.reset_peak_memory_stats()
     out = {**cfg, "d": mix.d, "mixture_source": raw["source"]}
     plan = None
-    inner = INNER_DTYPES[cfg.get("inner_dtype", "auto")]
+    inner = cfg.get("inner_dtype", "auto")
     if method == "quadratic_exact" and K > 1:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
         plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60))
@@ -148,6 +147,8 @@ def _record(out: dict, res, t0: float, device: str) -> None:
 
 
 def main(argv=None):
+    from polyinterp.approx.quadratic_mixture import INNER_DTYPES
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 512])
     ap.add_argument("--K", type=int, nargs="+", default=[1, 10])

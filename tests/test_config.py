@@ -80,3 +80,11 @@ def test_config_hash_is_stable_and_sensitive():
     a = {"lr": 0.1, "hidden": 4}
     assert config_hash(a) == config_hash({"hidden": 4, "lr": 0.1})
     assert config_hash(a) != config_hash({"lr": 0.2, "hidden": 4})
+
+
+def test_inner_dtype_choices_are_what_the_library_accepts():
+    from polyinterp.approx.quadratic_mixture import INNER_DTYPES
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    enum = schema["properties"]["mnist"]["properties"]["approx"]["properties"]["inner_dtype"]["enum"]
+    assert sorted(enum) == sorted(INNER_DTYPES)

@@ -144,3 +144,7 @@ def test_unknown_inner_dtype_is_refused(random_model, random_mixture):
     mix = random_mixture(4, 2, seed=2)
     with pytest.raises(ApproxInputError, match="inner_dtype"):
         quadratic_approximant(model, mix, inner_dtype=torch.int32)
+    with pytest.raises(ApproxInputError, match="float16"):
+        quadratic_approximant(model, mix, inner_dtype="float16")
+    # the config's names are accepted: "float64" is the all-float64 solve
+    assert quadratic_approximant(model, mix, inner_dtype="float64").fit_info["inner_dtype"] == "float64"

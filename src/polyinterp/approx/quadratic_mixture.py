@@ -82,16 +82,23 @@ def fast_inner_dtype(device) -> torch.dtype:
     return torch.float32
 
 
+INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
+
+
 def _inner_operator(wmix: GaussianMixture, inner_dtype):
     """(operator inside the iteration or None for float64, resolved dtype)."""
+    if isinstance(inner_dtype, str):
+        if inner_dtype not in INNER_DTYPES:
+            raise ApproxInputError(f"inner_dtype must be one of {sorted(INNER_DTYPES)}, got {inner_dtype!r}")
+        inner_dtype = INNER_DTYPES[inner_dtype]
     if inner_dtype == "auto":
         # below d ≈ 256 the products are cheap and bfloat16 would only cost iterations
         inner_dtype = fast_inner_dtype(wmix.device) if wmix.d >= 256 else torch.float32
     if inner_dtype is None or inner_dtype == wmix.dtype:
         return None, wmix.dtype
     if inner_dtype not in (torch.float32, torch.bfloat16):
-        raise ApproxInputError(f"inner_dtype must be 'auto', None, torch.float32 or torch.bfloat16, "
-                               f"got {inner_dtype!r}")
+        raise ApproxInputError(f"inner_dtype must be 'auto', None, torch.float32 or torch.bfloat16 (or one of "
+                               f"{sorted(INNER_DTYPES)}), got {inner_dtype!r}")
     lo = GramOperator(wmix.to(dtype=torch.float32), product_dtype=inner_dtype)
     return (lambda th: cast(lo(cast(th, torch.float32)), wmix.dtype)), inner_dtype
 
@@ -108,7 +115,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
     same mixture); built here with ``jd_sweeps`` Jacobi sweeps, 60 Lanczos steps and ``rcond`` when
     omitted (a given plan brings its own whitening, so ``rcond`` and ``jd_sweeps`` are then unused).
-    ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64).
+    ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64), or
+    one of the names in :data:`INNER_DTYPES` (as in the config).
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
     the model it solved for, the start is corrected by the change of the moment-matched closed form,
     x₀ = x_prev + (x_mm(model) − x_mm(warm_start_model)): the closed form carries the change of the
@@ -121,8 +129,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         raise ApproxInputError(f"preconditioner must be 'joint_diagonal' or 'moment_matched', got {preconditioner!r}")
     t_setup = time.perf_counter()
     if plan is None:
-        jd = preconditioner == "joint_diagonal"
-        plan = SolverPlan.build(mixture, sweeps=jd_sweeps if jd else 0, rcond=rcond, lanczos_steps=60 if jd else 0)
+        # without Jacobi sweeps (moment-matched preconditioner) the plan has no deflation either
+        plan = SolverPlan.build(mixture, sweeps=jd_sweeps if preconditioner == "joint_diagonal" else 0, rcond=rcond)
     plan = plan.to(mixture.device, mixture.dtype)
     W = plan.whitening
     wmix = plan.whiten(mixture)

@@ -4,9 +4,9 @@ The Gram operator of the normal equations depends on the mixture only, so its wh
 basis that jointly diagonalises the components' second moments (the slow part of building the
 :class:`~polyinterp.approx.mixture_preconditioner.MixturePreconditioner`) can be computed once and
 shared by all checkpoints and seeds; so can the eigenvectors of the preconditioned operator's
-isolated eigenvalues, which the solver deflates (:mod:`polyinterp.approx.deflation`). A plan carries its own whitening, so a saved plan stays valid
-wherever it is loaded (another machine's eigensolver may pick a different but equally valid
-whitening; the basis belongs to this one).
+isolated eigenvalues, which the solver deflates (:mod:`polyinterp.approx.deflation`). A plan carries
+its own whitening, so a saved plan stays valid wherever it is loaded (another machine's eigensolver
+may pick a different but equally valid whitening; the basis belongs to this one).
 """
 
 from __future__ import annotations

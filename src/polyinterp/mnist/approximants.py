@@ -20,9 +20,6 @@ def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float
     return GaussianMixture(mixture["weights"], mixture["means"], mixture["covs"]).to(device, dtype)
 
 
-INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
-
-
 def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict | None = None,
                      plan: SolverPlan | None = None) -> dict:
     """Linear, exact quadratic and (when enabled) the paper's SGD quadratic, as state dicts.
@@ -41,7 +38,7 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, warm_start: dict |
         mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], warm_start=start,
         warm_start_model=start_model,
         jd_sweeps=params["jd_sweeps"], plan=plan.to(device) if plan is not None else None,
-        inner_dtype=INNER_DTYPES[params["inner_dtype"]],
+        inner_dtype=params["inner_dtype"],
     )
     out["quadratic"] = quad.to("cpu").state_dict()
     log.info("step %d: linear %s; quadratic exact %s", ckpt["step"], lin.fit_info, quad.fit_info)
