@@ -26,13 +26,21 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     The Lanczos coefficients come from PCG (one output, random symmetric right-hand side): with
     step lengths a_j and ratios b_j, T = tridiag(√b_j / a_j; 1/a_j + b_{j−1}/a_{j−1}) and the Ritz
     vector of Ritz value θ_i is Σ_j S_ji (−1)^j z_j / √(r_j·z_j). Ghost copies (loss of
-    orthogonality repeats a converged Ritz value) are merged. Taken are, from each end of the
-    spectrum inwards, the Ritz pairs that have converged (Lanczos's residual estimate
-    |T_{m,m+1} S_mi| at most ``rel_tol``·θ_i) and stand apart from the next Ritz value by the factor
-    ``gap`` — those whose deflation cuts the condition number by at least that factor each — at
-    most ``max_vectors``. ``info`` (a dict) receives the Ritz values and residual estimates.
-    Returns the selected vectors orthonormalised, a block [k, ...] in the Frobenius inner product
-    (k may be 0).
+    orthogonality repeats a converged Ritz value) are merged. Candidates are, from each end of the
+    spectrum inwards, the Ritz pairs that Lanczos's residual estimate |T_{m,m+1} S_mi| calls
+    converged (at most ``rel_tol``·θ_i) and that stand apart from the next Ritz value by the factor
+    ``gap`` (deflating each cuts the condition number by at least that factor), at most
+    ``max_vectors``. That estimate is not reliable once the Lanczos vectors have lost orthogonality
+    (and how soon that happens depends on round-off, i.e. on the CPU), so every candidate is
+    checked by one application of the operator: kept are only those whose true relative residual
+    ‖B v − λ v‖ / (|λ| ‖v‖), B = ``precond``·``op``, λ = ⟨v, B v⟩ / ⟨v, v⟩ (Frobenius inner
+    product), is at most ``rel_tol``, and that are not (nearly) in the span of those kept before.
+
+    Guarantees: every returned vector has unit Frobenius norm and true relative residual ≤
+    ``rel_tol`` under the given operators; the vectors are linearly independent (not orthogonalised:
+    a combination of eigenvectors is no eigenvector). Returns a block [k, ...] (k may be 0).
+    ``info`` (a dict) receives the Ritz values and residual estimates, the candidates' Ritz values
+    and true residuals, and how many were kept and rejected.
     """
     g = torch.Generator(device="cpu").manual_seed(seed)
     rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype).to(device)  # noqa: E731
@@ -85,16 +93,38 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     while hi > lo and len(sel) < max_vectors and isolated(distinct[hi], distinct[hi - 1]):
         sel.append(distinct[hi])
         hi -= 1
+    if info is not None:
+        info.update(candidates=len(sel), kept=0, rejected=0, candidate_ritz_values=[],
+                    candidate_residuals=[])
+    empty = (torch.zeros(0, dtype=dtype, device=device), torch.zeros(0, d, dtype=dtype, device=device),
+             torch.zeros(0, d, d, dtype=dtype, device=device))
     if not sel:
-        return (torch.zeros(0, dtype=dtype, device=device), torch.zeros(0, d, dtype=dtype, device=device),
-                torch.zeros(0, d, d, dtype=dtype, device=device))
+        return empty
     sel = torch.tensor(sorted(sel), dtype=torch.long)
     basis = tuple(torch.cat([v[c] for v in Z]) for c in range(3))  # [m, ...]
     V = block_combine(basis, S[:, sel].to(dtype=dtype, device=device))
-    lam, U = torch.linalg.eigh(sym(block_inner(V, V)))
-    keep = lam > 1e-8 * lam[-1]
-    return block_combine(V, U[:, keep] / lam[keep].sqrt())
-
+    V = block_combine(V, torch.diag(torch.diagonal(block_inner(V, V)).rsqrt()))  # unit vectors
+    BV = precond(op(V))  # one application checks every candidate
+    lam = torch.diagonal(block_inner(V, BV))
+    R = add(BV, block_combine(V, torch.diag(lam)), -1.0)
+    true_res = torch.diagonal(block_inner(R, R)).clamp_min(0).sqrt() / lam.abs().clamp_min(1e-300)
+    kept: list[int] = []
+    for i in range(len(sel)):
+        if not bool(true_res[i] <= rel_tol):
+            continue
+        if kept:  # independent of those kept: its part outside their span is not small
+            Vk = tuple(t[kept] for t in V)
+            G = block_inner(Vk, Vk)
+            c = block_inner(Vk, tuple(t[i:i + 1] for t in V))[:, 0]
+            if float(1.0 - c @ torch.linalg.solve(G, c)) < 1e-2:
+                continue
+        kept.append(i)
+    if info is not None:
+        info.update(kept=len(kept), rejected=len(sel) - len(kept),
+                    candidate_ritz_values=theta[sel].tolist(), candidate_residuals=true_res.tolist())
+    if not kept:
+        return empty
+    return tuple(t[kept] for t in V)
 
 class Deflation:
     """Coarse space W (a block of single-output vectors) for deflated block PCG: ``correct`` makes a

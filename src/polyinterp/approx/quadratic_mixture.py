@@ -180,6 +180,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "inner_dtype": str(resolved).replace("torch.", ""), "rank": W.rank, "K": mixture.K,
         "true_residuals": extra["true_residuals"],
         "preconditioner": preconditioner, "deflated": deflation.k if deflation is not None else 0,
+        "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
         "setup_seconds": t_setup, "jd_sweeps": plan.sweeps,
         "residual_history": [h for h in extra["history"] if math.isfinite(h)],
     }

@@ -29,13 +29,17 @@ from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 class SolverPlan:
     """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white)) and
     ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
-    preconditioned operator (whitened coordinates; k = 0 when none were found or asked for)."""
+    preconditioned operator (whitened coordinates; k = 0 when none were found or asked for), each of
+    unit norm with true relative residual ≤ 0.05 (checked when the plan was built).
+    ``deflation_info``: what the Lanczos run found: candidates, kept, rejected, and each candidate's
+    Ritz value and true relative residual (:func:`~polyinterp.approx.deflation.outlier_eigenvectors`)."""
 
     whitening: Whitening
     basis: torch.Tensor
     sweeps: int
     seconds: float = 0.0
     deflation: tuple | None = None
+    deflation_info: dict | None = None
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
@@ -50,14 +54,17 @@ class SolverPlan:
             Q = joint_diagonalize(M, wmix.weights, sweeps=sweeps, block=block)
         else:
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
-        deflation = None
+        deflation, info = None, None
         if sweeps > 0 and lanczos_steps > 0:
             # float32 products are ample for the outliers' eigenvectors and halve the time
             op = GramOperator(wmix, product_dtype=torch.float32)
             precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
+            info = {}
             deflation = outlier_eigenvectors(op, precond, W.rank, steps=lanczos_steps, dtype=wmix.dtype,
-                                             device=wmix.device)
-        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation)
+                                             device=wmix.device, info=info)
+            info = {k: info[k] for k in ("steps", "candidates", "kept", "rejected", "candidate_ritz_values",
+                                         "candidate_residuals")}
+        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -79,7 +86,7 @@ class SolverPlan:
     def state_dict(self) -> dict:
         W = self.whitening
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
-                "seconds": self.seconds, "deflation": self.deflation}
+                "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -91,10 +98,12 @@ class SolverPlan:
             raise ApproxInputError("solver plan state has a deflation block that does not match its whitening; "
                                    "rebuild the plan with SolverPlan.build(mixture)")
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
-                   float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None)
+                   float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
+                   state.get("deflation_info"))
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
         W = self.whitening
         deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
-        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation)
+        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation,
+                          self.deflation_info)

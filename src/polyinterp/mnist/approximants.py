@@ -67,6 +67,12 @@ def solver_plan_step(mixture_path, out, params: dict) -> None:
     plan = SolverPlan.build(mix, sweeps=params["jd_sweeps"], lanczos_steps=params["deflation_steps"])
     log.info("solver plan: %d Jacobi sweeps, %d deflated eigenvectors, %.1f s (rank %d)", plan.sweeps,
              0 if plan.deflation is None else plan.deflation[0].shape[0], plan.seconds, plan.whitening.rank)
+    info = plan.deflation_info
+    if info:
+        log.info("deflation: %d candidate Ritz pairs, %d kept, %d rejected by their true residual; "
+                 "Ritz values %s, true relative residuals %s", info["candidates"], info["kept"], info["rejected"],
+                 [f"{v:.4g}" for v in info["candidate_ritz_values"]],
+                 [f"{v:.2e}" for v in info["candidate_residuals"]])
     save_torch(plan.state_dict(), out)
 
 
