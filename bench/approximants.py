@@ -103,7 +103,7 @@ def run_one(cfg: dict) -> dict:
         res = quadratic_approximant(mlp, mix, method="exact", tol=cfg["tol"], max_iter=cfg["max_iter"], plan=plan,
                                     preconditioner=cfg.get("preconditioner", "joint_diagonal"), inner_dtype=inner)
     elif method == "quadratic_sgd":
-        res = quadratic_approximant(mlp, mix, method="sgd", sgd_steps=cfg["sgd_steps"], sgd_batch=cfg["sgd_batch"],
+        res = quadratic_approximant(mlp, mix, method="sgd", steps=cfg["sgd_steps"], batch=cfg["sgd_batch"],
                                     seed=0)
     else:
         raise SystemExit(f"unknown method {method}")

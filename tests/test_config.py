@@ -7,6 +7,8 @@ import pytest
 import yaml
 
 from workflow_helpers import REPO, SMOKE, run_snakemake
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 from polyinterp.config import config_hash, validate_config
 from polyinterp.errors import ConfigError
 
@@ -25,8 +27,8 @@ def default_config():
 
 @pytest.mark.parametrize("name", ["smoke", "paper"])
 def test_shipped_configs_validate(default_config, name):
-    validate_config(default_config)
-    validate_config(deep_merge(default_config, yaml.safe_load((REPO / "workflow/configs" / f"{name}.yaml").read_text())))
+    validate_config(default_config, SCHEMA)
+    validate_config(deep_merge(default_config, yaml.safe_load((REPO / "workflow/configs" / f"{name}.yaml").read_text())), SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +47,7 @@ def test_shipped_configs_validate(default_config, name):
 def test_bad_keys_are_named(default_config, mutate, key):
     mutate(default_config)
     with pytest.raises(ConfigError, match=f"config key '{key}'"):
-        validate_config(default_config)
+        validate_config(default_config, SCHEMA)
 
 
 def test_every_schema_property_is_documented_and_typed():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 from workflow_helpers import SMOKE, run_snakemake
@@ -34,9 +35,28 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
     q = df[(df["approximant"] == "quadratic") & (df["metric"] == "fvu") & (df["distribution"] == "mixture")]
     by_seed = q.pivot(index="step", columns="seed", values="value")
     assert (by_seed[0] != by_seed[1]).any()  # different networks, not a copy of seed 0
-    assert (tmp_path / "results/figures/fig2.pdf").stat().st_size > 1000
+    # fig2 draws one line per approximant and distribution, each a mean with a band over both seeds
+    from polyinterp.figures.mnist_curves import fvu_figure
 
-    spread = pd.read_parquet(tmp_path / "results/cubic/slopes_spread.parquet")
-    numeric = spread.select_dtypes("number")
-    assert any(math.isfinite(v) for v in numeric.to_numpy().ravel()), spread
-    assert (tmp_path / "results/cubic/seed1/model.pt").exists()
+    lines = fvu_figure(metrics=str(tmp_path / "results/mnist/metrics.parquet"),
+                       out=[str(tmp_path / "fig2_check.png")])
+    assert {ln["approximant"] for ln in lines} == {"linear", "quadratic", "quadratic_sgd"}
+    assert all(ln["n_seeds"] == 2 for ln in lines)
+    for ln in lines:
+        assert all(lo <= m <= hi for lo, m, hi in zip(ln["min"], ln["mean"], ln["max"]))
+    assert any(hi > lo for ln in lines for lo, hi in zip(ln["min"], ln["max"]))  # a real band
+
+    # the across-seed spread, recomputed from the per-seed slope tables
+    medians = []
+    for seed in (0, 1):
+        best = pd.read_parquet(tmp_path / f"results/cubic/seed{seed}/slopes.parquet")
+        band = best[best.is_band]
+        if len(band):
+            medians.append(float(band.c_best.median()))
+    spread = pd.read_parquet(tmp_path / "results/cubic/slopes_spread.parquet").iloc[0]
+    assert spread.n_seeds == 2 and spread.n_seeds_with_bands == len(medians)
+    if len(medians) == 2:
+        assert spread.std_of_medians == pytest.approx(float(np.std(medians, ddof=1)), abs=1e-15)
+        assert spread.min_median == min(medians) and spread.max_median == max(medians)
+    else:
+        assert math.isnan(spread.std_of_medians)

@@ -1,21 +1,49 @@
-"""One command line for every pipeline step: ``polyinterp <step> ...`` / ``python -m polyinterp ...``.
+"""One command line for every pipeline step: ``polyinterp <rule> ...`` / ``python -m polyinterp ...``.
 
-Each study registers its steps (``polyinterp.<study>.steps.register``). A step takes its input and
-output paths as options and its experiment parameters as one JSON object (``--params``), which the
-Snakemake rules build from the config. Rules hold no logic of their own.
+A step is named after the Snakemake rule that runs it, and its function takes keyword arguments
+named after that rule's ``input:`` and ``output:`` keys (one name for each file from rule to
+function), plus ``params`` (the step's parameters, one JSON object) where it has any. The command
+line of a step is generated from its function's signature:
+
+- ``name: str`` (or a path) → ``--name PATH``, required unless the argument has a default;
+- ``name: list[str]`` → ``--name PATH [PATH ...]`` (optional, default empty, when it has a default);
+- ``params: dict`` → ``--params JSON``.
+
+``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The tables of step
+names → functions are ``polyinterp.<study>.steps.STEPS``; a function is imported only when its step
+runs, so ``polyinterp --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import logging
+import shlex
 import sys
+from typing import Callable
 
 from polyinterp.errors import PolyinterpError
 
-STUDY_STEP_MODULES = ("polyinterp.mnist.steps", "polyinterp.cubic.steps", "polyinterp.figures.steps")
+STEP_TABLES = ("polyinterp.mnist.steps", "polyinterp.cubic.steps", "polyinterp.figures.steps")
+
+
+def step_table() -> dict[str, str]:
+    """Every step: rule name → ``"module:function"``."""
+    table: dict[str, str] = {}
+    for name in STEP_TABLES:
+        for step, target in importlib.import_module(name).STEPS.items():
+            if step in table:
+                raise RuntimeError(f"step {step!r} is registered twice ({table[step]}, {target})")
+            table[step] = target
+    return table
+
+
+def step_function(target: str) -> Callable:
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 def json_object(text: str) -> dict:
@@ -29,33 +57,90 @@ def json_object(text: str) -> dict:
     return value
 
 
-def add_params(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--params", type=json_object, default={}, help="step parameters as a JSON object")
+def _is_list(annotation) -> bool:
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return text.startswith(("list", "tuple", "Sequence")) or "list[" in text
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polyinterp", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="step", required=True, metavar="STEP")
-    for name in STUDY_STEP_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+def step_parser(step: str, func: Callable) -> argparse.ArgumentParser:
+    """The argument parser of one step, generated from ``func``'s keyword-only parameters."""
+    doc = (inspect.getdoc(func) or "").split("\n\n")[0]
+    parser = argparse.ArgumentParser(prog=f"polyinterp {step}", description=doc)
+    for name, p in inspect.signature(func).parameters.items():
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"step function {func.__qualname__} must take keyword-only arguments; {name!r} is not")
+        required = p.default is inspect.Parameter.empty
+        if name == "params":
+            parser.add_argument("--params", type=json_object, required=required, default=None if required else p.default,
+                                help="step parameters as a JSON object")
+        elif _is_list(p.annotation):
+            parser.add_argument(f"--{name}", nargs="+" if required else "*", required=required,
+                                default=None if required else list(p.default), metavar="PATH")
+        else:
+            parser.add_argument(f"--{name}", required=required, default=None if required else p.default,
+                                metavar="PATH")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
     return parser
 
 
+def step_params(step: str, params: Callable | None = None) -> Callable:
+    """For the workflow, a rule's ``params: step=step_params("<rule name>", lambda wc: {...})``: the
+    step (named after the rule) and ``params(wildcards)`` — the dict of exactly the config keys the
+    step reads — as ``--params JSON``. It depends on the wildcards only, so Snakemake records it and
+    reruns the job when it changes (which is why a key the step does not read must not be in it)."""
+
+    def args(wildcards) -> str:
+        if params is None:
+            return step
+        return " ".join([step, "--params", shlex.quote(json.dumps(params(wildcards), sort_keys=True))])
+
+    return args
+
+
+def step_files(wildcards, input, output) -> str:
+    """For the workflow, a rule's ``params: files=step_files``: its named inputs and outputs as
+    ``--<key> PATH ...`` (the step function's keyword arguments of the same names; an empty list is
+    left out). Snakemake tracks these through the files themselves."""
+    parts = []
+    for files in (input, output):
+        for key in files.keys():
+            value = files[key]
+            paths = [value] if isinstance(value, str) else list(value)
+            if paths:
+                parts.append(" ".join([f"--{key}", *(shlex.quote(str(p)) for p in paths)]))
+    return " ".join(parts)
+
+
+def _top_help(table: dict[str, str]) -> str:
+    lines = [__doc__.splitlines()[0], "", "usage: polyinterp STEP [--<input/output key> PATH ...] [--params JSON]",
+             "       polyinterp STEP --help", "", "steps:"]
+    lines += [f"  {step}" for step in table]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    table = step_table()
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_top_help(table))
+        return 0 if argv else 2
+    step, rest = argv[0], argv[1:]
+    if step not in table:
+        print(f"polyinterp: unknown step {step!r}; the steps are: {', '.join(table)}", file=sys.stderr)
+        return 2
+    func = step_function(table[step])
+    args = vars(step_parser(step, func).parse_args(rest))
+    threads = args.pop("threads")
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr
     )
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
     try:
-        args.func(args)
+        func(**args)
     except PolyinterpError as exc:
-        print(f"polyinterp {args.step}: error: {exc}", file=sys.stderr)
+        print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -1,4 +1,5 @@
-"""Load and validate the pipeline config against ``workflow/schemas/config.schema.yaml``."""
+"""Load and validate the pipeline config against its JSON Schema (``workflow/schemas/config.schema.yaml``
+beside the Snakefile; the workflow passes that path, so an installed package needs no copy of it)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,6 @@ from typing import Any, Mapping
 import yaml
 
 from polyinterp.errors import ConfigError
-
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-
 
 def load_yaml(path: str | Path) -> dict:
     path = Path(path)
@@ -37,7 +35,7 @@ def _key_path(error) -> str:
     return ".".join(parts) or "<top level>"
 
 
-def validate_config(config: Mapping[str, Any], schema_path: str | Path = SCHEMA_PATH) -> None:
+def validate_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     """Raise :class:`ConfigError` naming every bad key (misspelt, missing, mistyped, out of range)."""
     import jsonschema
 

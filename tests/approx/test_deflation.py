@@ -205,7 +205,7 @@ def test_bfloat16_inner_products_still_reach_a_float64_tolerance(random_model, r
     low = GramOperator(mix.to(dtype=torch.float32), product_dtype=torch.bfloat16)(tuple(t.float() for t in th))
     err = float(sum(((a.double() - b) ** 2).sum() for a, b in zip(low, exact)).sqrt())
     size = float(sum((b ** 2).sum() for b in exact).sqrt())
-    assert 1e-5 < err / size < 3e-2
+    assert 1e-6 < err / size < 3e-2  # far above float32's ~1e-7, whichever bf16 kernel the CPU has
 
 
 def test_unknown_inner_dtype_is_refused(random_model, random_mixture):

@@ -145,7 +145,10 @@ def test_warm_start_and_inner_precision(random_model, random_mixture):
     near.gamma = near.gamma * 1.001
     warm = quadratic_approximant(model, mix, tol=1e-9, warm_start=near)
     assert warm.fit_info["start"] == "warm_start"
-    assert warm.fit_info["converged"] and warm.fit_info["iterations"] < cold.fit_info["iterations"]
+    # at d = 6 CG exhausts the Krylov space in ~10 iterations from any start, so whether the warm start
+    # saves an iteration is round-off luck; what it must do is start far closer to the solution
+    assert warm.fit_info["converged"] and warm.fit_info["iterations"] <= cold.fit_info["iterations"]
+    assert warm.fit_info["residual_history"][0] < 0.05 * cold.fit_info["residual_history"][0]
     far = cold.to(dtype=DT)
     far.gamma = -3 * far.gamma  # a useless warm start is detected and not used
     assert quadratic_approximant(model, mix, tol=1e-9, warm_start=far).fit_info["start"].startswith("moment_matched")
@@ -159,13 +162,13 @@ def test_exact_is_no_worse_than_sgd(random_model, random_mixture):
     model = random_model("mlp", d, 16, 3, seed=21, activation="relu")
     mix = random_mixture(d, 3, seed=22)
     exact = quadratic_approximant(model, mix)
-    sgd = quadratic_approximant(model, mix, method="sgd", sgd_steps=300, sgd_batch=256, sgd_lr=3e-3, seed=0)
+    sgd = quadratic_approximant(model, mix, method="sgd", steps=300, batch=256, lr=3e-3, seed=0)
     assert sgd.fit_info["method"] == "sgd" and sgd.fit_info["iterations"] == 300
     x = mix.sample(200_000, seed=23)
     f = model(x)
     diff = ((f - exact(x)) ** 2).sum(1) - ((f - sgd(x)) ** 2).sum(1)
     assert float(diff.mean()) <= 3 * float(diff.std()) / len(diff) ** 0.5
-    again = quadratic_approximant(model, mix, method="sgd", sgd_steps=300, sgd_batch=256, sgd_lr=3e-3, seed=0)
+    again = quadratic_approximant(model, mix, method="sgd", steps=300, batch=256, lr=3e-3, seed=0)
     assert torch.equal(again.gamma, sgd.gamma)  # same seed, same numbers
 
 
@@ -191,3 +194,14 @@ def test_cuda_matches_cpu(random_model, random_mixture):
     bf = quadratic_approximant(model.to("cuda"), mix.to("cuda"), tol=1e-10, inner_dtype=torch.bfloat16)
     assert bf.fit_info["converged"] and bf.fit_info["inner_dtype"] == "bfloat16"
     torch.testing.assert_close(bf.gamma.cpu(), cpu.gamma, rtol=1e-7, atol=1e-9)
+
+
+def test_options_of_another_method_are_refused_by_name(random_model, random_mixture):
+    model = random_model("mlp", 3, 4, 2, seed=1)
+    mix = random_mixture(3, 2, seed=2)
+    with pytest.raises(ApproxInputError, match=r"\['steps'\].*'exact'"):
+        quadratic_approximant(model, mix, method="exact", steps=10)
+    with pytest.raises(ApproxInputError, match=r"\['tol'\].*'sgd'"):
+        quadratic_approximant(model, mix, method="sgd", tol=1e-3)
+    with pytest.raises(ApproxInputError, match="unknown method"):
+        quadratic_approximant(model, mix, method="newton")

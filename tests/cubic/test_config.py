@@ -7,6 +7,7 @@ from polyinterp.config import load_yaml, validate_config
 from polyinterp.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def merged(*overrides):
@@ -26,7 +27,7 @@ def merged(*overrides):
 
 @pytest.mark.parametrize("overrides", [(), ("smoke.yaml",), ("paper.yaml",)])
 def test_configs_validate(overrides):
-    validate_config(merged(*overrides))
+    validate_config(merged(*overrides), SCHEMA)
 
 
 @pytest.mark.parametrize("path, value, key", [
@@ -43,7 +44,7 @@ def test_bad_cubic_keys_are_named(path, value, key):
         node = node[p]
     node[path[-1]] = value
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        validate_config(cfg)
+        validate_config(cfg, SCHEMA)
 
 
 def test_every_cubic_schema_key_is_described_and_closed():
@@ -58,13 +59,3 @@ def test_every_cubic_schema_key_is_described_and_closed():
                 walk(sub, f"{where}.{k}")
 
     walk(schema, "cubic")
-
-
-def test_sections_gives_each_step_only_its_part():
-    from polyinterp.cubic.sections import sections
-
-    cub = merged()["cubic"]
-    assert sections(cub, "sae") == cub["sae"]
-    assert sections(cub, "task", "train") == {"task": cub["task"], "train": cub["train"]}
-    with pytest.raises(ConfigError, match=r"cubic\.nope"):
-        sections(cub, "nope")

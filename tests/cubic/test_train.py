@@ -28,7 +28,7 @@ def test_lr_schedule_warmup_then_cosine():
 
 def _run(tmp_path, p, tag):
     paths = [tmp_path / f"{tag}_{n}" for n in ("model.pt", "ck.pt", "curve.parquet", "fit.parquet", "curves.parquet")]
-    train_step(*paths, p)
+    train_step(**dict(zip(("model", "checkpoints", "curve", "fit", "curves"), map(str, paths))), params=p)
     return paths
 
 

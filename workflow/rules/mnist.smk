@@ -1,11 +1,13 @@
 # Study 1: data -> mixture -> train -> approximants -> metrics -> ablation.
+# Each rule runs `polyinterp <rule>`; its input/output keys are the step function's arguments.
 
 
 rule mnist_data:
     output:
-        "results/data/mnist.npz",
+        data="results/data/mnist.npz",
     params:
-        p=lambda wc: step_params(config["mnist"]["data"]),
+        step=step_params("mnist_data", lambda wc: config["mnist"]["data"]),
+        files=step_files,
     log:
         log_path("mnist/data"),
     benchmark:
@@ -16,18 +18,17 @@ rule mnist_data:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-data --out {output:q} --params {params.p:q} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_mixture:
     input:
-        data=rules.mnist_data.output[0],
+        data=rules.mnist_data.output.data,
     output:
-        "results/mnist/mixture.pt",
+        mixture="results/mnist/mixture.pt",
     params:
-        p=lambda wc: step_params(
-            {k: config["mnist"][k] for k in ("preprocess", "mixture")}
-        ),
+        step=step_params("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")}),
+        files=step_files,
     log:
         log_path("mnist/mixture"),
     benchmark:
@@ -39,17 +40,23 @@ rule mnist_mixture:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-mixture --data {input.data:q} --out {output:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_solver_plan:
     input:
-        mixture=rules.mnist_mixture.output[0],
+        mixture=rules.mnist_mixture.output.mixture,
     output:
-        "results/mnist/solver_plan.pt",
+        plan="results/mnist/solver_plan.pt",
     params:
-        p=lambda wc: step_params(config["mnist"]["approx"]),
+        step=step_params(
+            "mnist_solver_plan",
+            lambda wc: {
+                **{k: config["mnist"]["approx"][k] for k in ("jd_sweeps", "deflation_steps")},
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
     log:
         log_path("mnist/solver_plan"),
     benchmark:
@@ -58,25 +65,30 @@ rule mnist_solver_plan:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=1,
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-solver-plan --mixture {input.mixture:q} --out {output:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_train:
     input:
-        data=rules.mnist_data.output[0],
+        data=rules.mnist_data.output.data,
     output:
-        [mnist_ckpt(step=s) for s in MNIST_STEPS],
+        ckpt=[mnist_ckpt(step=s) for s in MNIST_STEPS],
     params:
-        p=lambda wc: step_params(
-            config["mnist"]["train"],
-            preprocess=config["mnist"]["preprocess"],
-            seed=int(wc.seed),
-            steps=MNIST_STEPS,
+        step=step_params(
+            "mnist_train",
+            lambda wc: {
+                **config["mnist"]["train"],
+                "preprocess": config["mnist"]["preprocess"],
+                "seed": int(wc.seed),
+                "steps": MNIST_STEPS,
+                "device": DEVICE,
+            }
         ),
+        files=step_files,
     log:
         log_path("mnist/train_seed{seed}"),
     benchmark:
@@ -89,21 +101,26 @@ rule mnist_train:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-train --data {input.data:q} --out {output:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_approximants:
     input:
         ckpt=mnist_ckpt(),
-        mixture=rules.mnist_mixture.output[0],
-        plan=rules.mnist_solver_plan.output[0],
+        mixture=rules.mnist_mixture.output.mixture,
+        plan=rules.mnist_solver_plan.output.plan,
         warm=previous_approx,
     output:
-        mnist_approx(),
+        approx=mnist_approx(),
     params:
-        p=lambda wc: step_params(config["mnist"]["approx"]),
-        warm=lambda wc, input: f"--warm-start {input.warm[0]!r}" if input.warm else "",
+        step=step_params(
+            "mnist_approximants",
+            lambda wc: {
+                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "sgd")},
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
     log:
         log_path("mnist/approx_seed{seed}_step{step}"),
     benchmark:
@@ -116,20 +133,20 @@ rule mnist_approximants:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-approximants --ckpt {input.ckpt:q} --mixture {input.mixture:q} --plan {input.plan:q}"
-        " {params.warm} --out {output:q} --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_metrics:
     input:
         ckpt=mnist_ckpt(),
         approx=mnist_approx(),
-        mixture=rules.mnist_mixture.output[0],
-        data=rules.mnist_data.output[0],
+        mixture=rules.mnist_mixture.output.mixture,
+        data=rules.mnist_data.output.data,
     output:
-        "results/mnist/seed{seed}/metrics/step{step}.parquet",
+        metrics="results/mnist/seed{seed}/metrics/step{step}.parquet",
     params:
-        p=lambda wc: step_params(config["mnist"]["metrics"]),
+        step=step_params("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
+        files=step_files,
     log:
         log_path("mnist/metrics_seed{seed}_step{step}"),
     benchmark:
@@ -142,16 +159,17 @@ rule mnist_metrics:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-metrics --ckpt {input.ckpt:q} --approx {input.approx:q}"
-        " --mixture {input.mixture:q} --data {input.data:q} --out {output:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_metrics_all:
     input:
-        expand(rules.mnist_metrics.output[0], seed=SEEDS, step=MNIST_STEPS),
+        parts=expand(rules.mnist_metrics.output.metrics, seed=SEEDS, step=MNIST_STEPS),
     output:
-        "results/mnist/metrics.parquet",
+        metrics="results/mnist/metrics.parquet",
+    params:
+        step=step_params("mnist_metrics_all"),
+        files=step_files,
     log:
         log_path("mnist/metrics_all"),
     benchmark:
@@ -162,19 +180,26 @@ rule mnist_metrics_all:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-metrics-all --inputs {input:q} --out {output:q} > {log:q} 2>&1"
+        STEP
 
 
 rule mnist_svd_ablation:
     input:
         ckpt=[mnist_ckpt(s, t) for s in SEEDS for t in ABLATION_STEPS],
         approx=[mnist_approx(s, t) for s in SEEDS for t in ABLATION_STEPS],
-        data=rules.mnist_data.output[0],
+        data=rules.mnist_data.output.data,
     output:
         table="results/mnist/svd_ablation.parquet",
         examples="results/mnist/svd_ablation_examples.pt",
     params:
-        p=lambda wc: step_params(config["mnist"]["ablation"]),
+        step=step_params(
+            "mnist_svd_ablation",
+            lambda wc: {
+                **{k: config["mnist"]["ablation"][k] for k in ("k_max", "random_draws")},
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
     log:
         log_path("mnist/svd_ablation"),
     benchmark:
@@ -186,6 +211,4 @@ rule mnist_svd_ablation:
     conda:
         CONDA_ENV
     shell:
-        "polyinterp mnist-svd-ablation --ckpt {input.ckpt:q} --approx {input.approx:q}"
-        " --data {input.data:q} --out {output.table:q} --examples {output.examples:q}"
-        " --params {params.p:q} --threads {threads} > {log:q} 2>&1"
+        STEP

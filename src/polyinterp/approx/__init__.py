@@ -1,7 +1,7 @@
 """Closed-form linear and quadratic approximants of MLPs and GLUs under Gaussian mixtures.
 
 Pure functions of weights and Gaussian parameters on torch tensors (any device, float64 by default);
-no file I/O. Public contract (see ``shared/design.md``)::
+no file I/O. Public contract::
 
     from polyinterp.approx import (MLP, GLU, GaussianMixture, Approximant, linear_approximant,
                                    quadratic_approximant, fvu, kl_divergence)
@@ -14,14 +14,14 @@ from polyinterp.approx.linear import linear_approximant, solve_covariance
 from polyinterp.approx.metrics import expected_inner, expected_sq_norm, fidelity, fvu, kl_divergence
 from polyinterp.approx.mixture import GaussianMixture
 from polyinterp.approx.mlp import GLU, MLP
-from polyinterp.approx.quadratic import quadratic_approximant
+from polyinterp.approx.quadratic import ExactOptions, SGDOptions, quadratic_approximant
 from polyinterp.approx.quadratic_gaussian import quadratic_gaussian
 from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.univariate import derivative_expectations, gaussian_moments, hermite_moments
 
 __all__ = [
-    "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "GLU",
-    "GaussianMixture", "MLP", "SolverPlan", "derivative_expectations", "expected_inner", "expected_sq_norm", "fidelity", "fvu",
+    "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "ExactOptions", "GLU",
+    "GaussianMixture", "MLP", "SGDOptions", "SolverPlan", "derivative_expectations", "expected_inner", "expected_sq_norm", "fidelity", "fvu",
     "gaussian_moments", "get_activation", "hermite_moments", "kl_divergence", "linear_approximant",
     "quadratic_approximant", "quadratic_gaussian", "solve_covariance",
 ]

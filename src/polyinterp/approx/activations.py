@@ -29,12 +29,6 @@ def normal_cdf(a: torch.Tensor) -> torch.Tensor:
     return 0.5 * torch.special.erfc(-a / math.sqrt(2.0))
 
 
-def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    """num / den where den > 0, else 0 (used where the true limit is 0)."""
-    pos = den > 0
-    return torch.where(pos, num / torch.where(pos, den, torch.ones_like(den)), torch.zeros_like(num))
-
-
 def relu_expectations(m: torch.Tensor, s: torch.Tensor, kmax: int) -> torch.Tensor:
     """E[ReLU⁽ᵏ⁾(y)], k = 0..kmax, y ~ N(m, s²); shape [..., kmax+1].
 

@@ -1,9 +1,9 @@
 """Deflation of the preconditioned Gram operator's outlying eigenvalues (computed once per mixture).
 
-On the MNIST class mixture the joint-diagonal preconditioner leaves the spectrum of M·A in
-[0.05, 3.8] except for two isolated eigenvalues, 0.004 (a direction that is 99.7 % the constant α:
-the mean terms, which the preconditioner only approximates) and 8.0. Each isolated eigenvalue costs
-CG a plateau of iterations until its Krylov space resolves it. Since A depends on the mixture only,
+The joint-diagonal preconditioner M leaves a few eigenvalues of M·A isolated from the rest of the
+spectrum (e.g. along the constant α, whose mean terms M only approximates; the MNIST spectrum is in
+``bench/README.md``). Each isolated eigenvalue costs CG a plateau of iterations until its Krylov
+space resolves it. Since A depends on the mixture only,
 their eigenvectors are found once, by a Lanczos run of single-output PCG from a random right-hand
 side (:func:`outlier_eigenvectors`, stored in the :class:`~polyinterp.approx.solver_plan.SolverPlan`),
 and projected out of every solve by deflated CG (Saad, Yeung, Erhel & Guyomarc'h, SIAM J. Sci.

@@ -53,8 +53,7 @@ class GramOperator:
 
     ``product_dtype``: the precision of the two d × d × d products Σ_k Γ Σ_k per output and component,
     which are nearly all the flops (default: the mixture's dtype). ``torch.bfloat16`` (with a float32
-    mixture) runs them 4× faster than float32 on CPUs with AVX512-BF16 and on tensor-core GPUs; it
-    is meant for the inner iterations of :func:`~polyinterp.approx.block_pcg.block_pcg`, whose
+    mixture) is meant for CPUs with AVX512-BF16/AMX and tensor-core GPUs, in the inner iterations of :func:`~polyinterp.approx.block_pcg.block_pcg`, whose
     float64 residual replacements keep the solution's accuracy (the product is good to ~3e-3).
     """
 

@@ -1,8 +1,11 @@
-"""One entry point for the quadratic approximant: ``exact`` (closed form / PCG) or ``sgd`` (baseline)."""
+"""One entry point for the quadratic approximant: ``exact`` (closed form / PCG) or ``sgd`` (baseline),
+each method with its own options dataclass."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -15,33 +18,75 @@ from polyinterp.approx.quadratic_mixture import quadratic_mixture
 from polyinterp.approx.quadratic_sgd import quadratic_sgd
 
 
-def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact", *, tol: float = 1e-6,
-                          max_iter: int = 500, warm_start: Approximant | None = None,
-                          inner_dtype="auto", rcond: float = 1e-10,
-                          sgd_steps: int = 2000, sgd_batch: int = 256, sgd_lr: float = 1e-3,
-                          sgd_init: str = "standard", generator: torch.Generator | None = None,
-                          seed: int | None = None, preconditioner: str = "joint_diagonal",
-                          jd_sweeps: int = 2, plan=None, warm_start_model=None) -> Approximant:
+@dataclass(frozen=True)
+class ExactOptions:
+    """Options of the exact L²(mixture) projection (K > 1: block PCG on the normal equations).
+
+    ``tol``: relative residual (float64, whitened coordinates); ``max_iter``: PCG iterations;
+    ``inner_dtype``: precision of the products inside PCG (``"auto"``: bfloat16 where fast, else
+    float32; None or ``"float64"``: all float64; the result meets ``tol`` in float64 either way);
+    ``preconditioner``: ``"joint_diagonal"`` or ``"moment_matched"``; ``jd_sweeps`` and ``rcond``:
+    used only when no :class:`SolverPlan` is given (the plan is then built here)."""
+
+    tol: float = 1e-6
+    max_iter: int = 500
+    inner_dtype: object = "auto"
+    preconditioner: str = "joint_diagonal"
+    jd_sweeps: int = 2
+    rcond: float = 1e-10
+
+
+@dataclass(frozen=True)
+class SGDOptions:
+    """Options of the paper's baseline: minibatch SGD on mixture samples (``steps`` of ``batch``
+    samples at learning rate ``lr``) from the closed form under N(0, I) (``init="standard"``) or
+    under the moment-matched Gaussian (``init="moment_matched"``)."""
+
+    steps: int = 2000
+    batch: int = 256
+    lr: float = 1e-3
+    init: str = "standard"
+
+
+_OPTIONS = {"exact": ExactOptions, "sgd": SGDOptions}
+
+
+def _options(method: str, options: dict):
+    if method not in _OPTIONS:
+        raise ApproxInputError(f"unknown method {method!r}; use 'exact' or 'sgd'")
+    cls = _OPTIONS[method]
+    names = {f.name for f in dataclasses.fields(cls)}
+    bad = sorted(set(options) - names)
+    if bad:
+        raise ApproxInputError(f"option(s) {bad} do not belong to method {method!r}; its options are "
+                               f"{sorted(names)} ({cls.__name__})")
+    return cls(**options)
+
+
+def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact", *, plan=None,
+                          warm_start: Approximant | None = None, warm_start_model=None,
+                          generator: torch.Generator | None = None, seed: int | None = None,
+                          **options) -> Approximant:
     """Quadratic approximant g(x) = α + βx + xᵀΓx of an :class:`MLP`/:class:`GLU` under ``mixture``.
 
-    ``method="exact"``: the L²(mixture) projection. K = 1 uses the closed form (second-order Stein,
-    O(h·d²)); K > 1 solves the normal equations matrix-free by PCG to relative residual ``tol``
-    (in whitened coordinates) within ``max_iter`` iterations, from ``warm_start`` when given (e.g.
-    the previous checkpoint's solution; with ``warm_start_model``, the model it was computed for, the
-    start is corrected by the change of the closed form), preconditioned by ``preconditioner`` (``"joint_diagonal"``
-    in the basis of ``plan``, a :class:`SolverPlan` built once per mixture — here, with ``jd_sweeps``
-    Jacobi sweeps, when omitted — or ``"moment_matched"``) — see
-    :mod:`polyinterp.approx.quadratic_mixture` and :mod:`polyinterp.approx.mixture_preconditioner`.
-    ``method="sgd"``: the paper's baseline (``sgd_steps``, ``sgd_batch``, ``sgd_lr``; samples drawn
-    with ``generator`` or ``seed``). ``inner_dtype``: precision of the products inside PCG
-    (``"auto"``: bfloat16 where fast, else float32; None: float64) — the result meets ``tol`` in
-    float64 either way. ``fit_info`` records method, iterations, residual and seconds.
+    ``method="exact"``: the L²(mixture) projection. K = 1 uses the closed form (second-order Stein);
+    K > 1 solves the normal equations matrix-free by PCG (:mod:`polyinterp.approx.quadratic_mixture`)
+    with the mixture's ``plan`` (a :class:`SolverPlan`; built here when omitted), from ``warm_start``
+    when given (with ``warm_start_model``, the model it was computed for, corrected by the change of
+    the closed form). ``method="sgd"``: the paper's baseline, samples drawn with ``generator`` or
+    ``seed``. ``options``: the fields of :class:`ExactOptions` or :class:`SGDOptions` (an option of
+    the other method is refused by name). ``fit_info`` records method, iterations, residual, seconds.
     """
+    opts = _options(method, options)
     if not isinstance(mixture, GaussianMixture):
         raise ApproxInputError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
     check_model(model, mixture.d, mixture.device)
-    if not tol > 0:
-        raise ApproxInputError(f"tol must be > 0, got {tol}")
+    model = model.to(dtype=mixture.dtype)
+    if method == "sgd":
+        return quadratic_sgd(model, mixture, steps=opts.steps, batch=opts.batch, lr=opts.lr, generator=generator,
+                             seed=seed, init=opts.init)
+    if not opts.tol > 0:
+        raise ApproxInputError(f"tol must be > 0, got {opts.tol}")
     if warm_start is not None and (warm_start.d != mixture.d or warm_start.o != model.o):
         raise ApproxInputError(f"warm_start has d = {warm_start.d}, o = {warm_start.o}; the problem has "
                                f"d = {mixture.d}, o = {model.o}: pass the solution of the same problem")
@@ -49,19 +94,13 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
         if warm_start is None:
             raise ApproxInputError("warm_start_model was given without warm_start; pass the previous solution too")
         check_model(warm_start_model, mixture.d, mixture.device)
-    model = model.to(dtype=mixture.dtype)
-    if method == "exact":
-        if mixture.K == 1:
-            t0 = time.perf_counter()
-            out = quadratic_gaussian(model, mixture.means[0], mixture.covs[0])
-            out.fit_info = {"method": "exact", "degree": 2, "solver": "closed_form", "iterations": 0,
-                            "residual": 0.0, "tol": tol, "converged": True, "K": 1,
-                            "seconds": time.perf_counter() - t0}
-            return out
-        return quadratic_mixture(model, mixture, tol=tol, max_iter=max_iter, warm_start=warm_start,
-                                 inner_dtype=inner_dtype, rcond=rcond, preconditioner=preconditioner,
-                                 jd_sweeps=jd_sweeps, plan=plan, warm_start_model=warm_start_model)
-    if method == "sgd":
-        return quadratic_sgd(model, mixture, steps=sgd_steps, batch=sgd_batch, lr=sgd_lr, generator=generator,
-                             seed=seed, init=sgd_init)
-    raise ApproxInputError(f"unknown method {method!r}; use 'exact' or 'sgd'")
+    if mixture.K == 1:
+        t0 = time.perf_counter()
+        out = quadratic_gaussian(model, mixture.means[0], mixture.covs[0])
+        out.fit_info = {"method": "exact", "degree": 2, "solver": "closed_form", "iterations": 0,
+                        "residual": 0.0, "tol": opts.tol, "converged": True, "K": 1,
+                        "seconds": time.perf_counter() - t0}
+        return out
+    return quadratic_mixture(model, mixture, tol=opts.tol, max_iter=opts.max_iter, warm_start=warm_start,
+                             inner_dtype=opts.inner_dtype, rcond=opts.rcond, preconditioner=opts.preconditioner,
+                             jd_sweeps=opts.jd_sweeps, plan=plan, warm_start_model=warm_start_model)

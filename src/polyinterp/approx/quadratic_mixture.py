@@ -17,12 +17,11 @@ The system is solved in coordinates whitened by the mixture's total covariance b
 Gaussian N(0, I)'s Gram operator, Γ = (R − r₀I)/2, β = r₁, α = r₀ − tr Γ), deflating the isolated
 eigenvalues that the plan found (:mod:`polyinterp.approx.deflation`). Products inside the iteration
 run in ``inner_dtype`` (the preconditioner's too): ``"auto"`` picks bfloat16 for the d³ products
-where the hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0: 4× the
-float32 rate here) and d ≥ 256, float32 otherwise. Iterate and residual are float64, the recursive
-residual is replaced by the float64 one whenever it has dropped tenfold (reliable updates), and
-convergence is declared on a float64 residual only, so ``tol`` holds in float64 whatever the inner
-precision. (bfloat16 costs iterations where the operator is ill-conditioned: on a synthetic
-MNIST-like mixture 62 against 40, still faster; on the MNIST class mixture 32 against 30.)
+where the hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and
+d ≥ 256, float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by
+the float64 one whenever it has dropped tenfold (reliable updates), and convergence is declared on a
+float64 residual only, so ``tol`` holds in float64 whatever the inner precision (lower precision
+may cost iterations; measurements in ``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -120,9 +119,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
     the model it solved for, the start is corrected by the change of the moment-matched closed form,
     x₀ = x_prev + (x_mm(model) − x_mm(warm_start_model)): the closed form carries the change of the
-    network and x_prev the mixture's correction to it (on MNIST, step 8192 → 16384: relative
-    residual 0.016 against 0.37 for x_prev alone and 0.08 for x_mm). The start with the smaller
-    residual is used.
+    network and x_prev the mixture's correction to it. The start with the smaller residual is used.
     """
     t0 = time.perf_counter()
     if preconditioner not in ("joint_diagonal", "moment_matched"):
@@ -140,7 +137,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     deflation = None
     if preconditioner == "joint_diagonal":
         # the preconditioner need not be exact: its products run in the inner precision too (in bfloat16
-        # it is symmetric only to ~1e-2, which on MNIST costs one or two of 17–35 iterations)
+        # it is symmetric only to ~1e-2; PCG still converges, at the cost of a few iterations)
         precond = MixturePreconditioner(wmix, plan.basis, dtype=resolved)
         if plan.deflation is not None and plan.deflation[0].shape[0] > 0:
             deflation = Deflation(plan.deflation, op_hi)

@@ -28,19 +28,20 @@ def hidden_activations(model, inputs: torch.Tensor, device, batch: int = 65536) 
     return torch.cat(hs), torch.cat(ys)
 
 
-def activations_step(model_path, out, params: dict) -> None:
-    """Step ``cubic-activations``: write ``{split: {inputs, acts, y_model}}`` for train and heldout."""
+def activations_step(*, model: str, acts: str, params: dict) -> None:
+    """Rule ``cubic_activations``: write ``acts``, ``{split: {inputs, acts, y_model}}`` of the
+    regressor ``model`` for the train and held-out splits (fresh seeded inputs)."""
     seed = int(params["seed"])
-    device = resolve_device(params.get("device", "auto"))
-    model = load_model(model_path, device)
-    meta = load_torch(model_path)
+    device = resolve_device(params["device"])
+    net = load_model(model, device)
+    meta = load_torch(model)
     ranges = meta["ranges"]
-    blob = {"seed": seed, "ranges": ranges, "width": model.widths[-2]}
+    blob = {"seed": seed, "ranges": ranges, "width": net.widths[-2]}
     for split, n, stream in (("train", params["n_train"], STREAM_ACTS), ("heldout", params["n_heldout"], STREAM_HELDOUT)):
         inputs = sample_inputs(n, ranges, generator(seed, stream))
-        acts, y = hidden_activations(model, inputs, device)
-        blob[split] = {"inputs": inputs, "acts": acts, "y_model": y}
-    save_torch(blob, out)
+        hidden, y = hidden_activations(net, inputs, device)
+        blob[split] = {"inputs": inputs, "acts": hidden, "y_model": y}
+    save_torch(blob, acts)
 
 
 def load_activations(path) -> dict:

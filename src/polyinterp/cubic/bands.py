@@ -91,8 +91,9 @@ def detect_bands(grid: np.ndarray, xs: np.ndarray, as_: np.ndarray, b_slices: np
     return pd.DataFrame(slices), pd.DataFrame(latents)
 
 
-def bands_step(model_path, sae_path, out_slices, out_latents, out_grid, params: dict) -> None:
-    """Step ``cubic-bands``: latents over the (x, a) grid at each b slice, and the band detection."""
+def bands_step(*, model: str, sae: str, slices: str, latents: str, grid: str, params: dict) -> None:
+    """Rule ``cubic_band_detection``: the latents of ``sae`` over the (x, a) ``grid`` at each b slice,
+    per-slice structure-tensor scores (``slices``) and the band verdict per latent (``latents``)."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.probe import grid_inputs, latent_activations
     from polyinterp.cubic.sae import load_sae
@@ -100,9 +101,9 @@ def bands_step(model_path, sae_path, out_slices, out_latents, out_grid, params: 
     from polyinterp.io import load_torch, save_parquet, save_torch
 
     seed = int(params["seed"])
-    device = resolve_device(params.get("device", "auto"))
-    model, sae = load_model(model_path, device), load_sae(sae_path, device)
-    ranges = load_torch(model_path)["ranges"]
+    device = resolve_device(params["device"])
+    net, dictionary = load_model(model, device), load_sae(sae, device)
+    ranges = load_torch(model)["ranges"]
     xs = torch.linspace(*ranges["x"], params["x_points"])
     as_ = torch.linspace(*ranges["a"], params["a_points"])
     bs = torch.tensor([float(b) for b in params["b_slices"]])
@@ -110,17 +111,17 @@ def bands_step(model_path, sae_path, out_slices, out_latents, out_grid, params: 
     if not all(lo <= float(b) <= hi for b in bs):
         raise ConfigError(f"config key 'cubic.bands.b_slices' {params['b_slices']} leaves the training b range "
                           f"[{lo}, {hi}]; choose slices inside it.")
-    z = latent_activations(model, sae, grid_inputs(xs, as_, bs), device)
-    grid = z.reshape(len(bs), len(as_), len(xs), sae.m).numpy()
-    slices, latents = detect_bands(grid, xs.numpy(), as_.numpy(), bs.numpy(), params)
-    slices.insert(0, "seed", seed)
-    latents.insert(0, "seed", seed)
-    band = latents[latents.is_band]
+    z = latent_activations(net, dictionary, grid_inputs(xs, as_, bs), device)
+    values = z.reshape(len(bs), len(as_), len(xs), dictionary.m).numpy()
+    slices_df, latents_df = detect_bands(values, xs.numpy(), as_.numpy(), bs.numpy(), params)
+    slices_df.insert(0, "seed", seed)
+    latents_df.insert(0, "seed", seed)
+    band = latents_df[latents_df.is_band]
     log.info("band latents (seed %d): %s", seed,
              ", ".join(f"{int(r.latent)} (c≈{r.c_grad_median:.3f})" for r in band.itertuples()) or "none")
-    save_parquet(slices, out_slices)
-    save_parquet(latents, out_latents)
-    save_torch({"seed": seed, "x": xs, "a": as_, "b": bs, "latents": torch.from_numpy(grid)}, out_grid)
+    save_parquet(slices_df, slices)
+    save_parquet(latents_df, latents)
+    save_torch({"seed": seed, "x": xs, "a": as_, "b": bs, "latents": torch.from_numpy(values)}, grid)
 
 
 # ------------------------------------------------------------------------------------ slope search
@@ -190,43 +191,44 @@ def slope_search(xa_tr, z_tr, xa_ho, z_ho, params: dict):
     return pd.DataFrame(rows), pd.DataFrame(best)
 
 
-def slopes_step(acts_path, sae_path, bands_path, out_scan, out_best, params: dict) -> None:
-    """Step ``cubic-slopes``: slope search for every live latent; band latents flagged from detection."""
+def slopes_step(*, acts: str, sae: str, bands: str, scan: str, best: str, params: dict) -> None:
+    """Rule ``cubic_slope_search``: slope search over c for every live latent of ``sae`` on ``acts``
+    (the R² ``scan`` and each latent's ``best`` c), band latents flagged from ``bands``."""
     from polyinterp.cubic.activations import load_activations
     from polyinterp.cubic.sae import load_sae
     from polyinterp.device import resolve_device
     from polyinterp.io import save_parquet
 
     seed = int(params["seed"])
-    device = resolve_device(params.get("device", "auto"))
-    blob = load_activations(acts_path)
-    sae = load_sae(sae_path, device)
-    bands = pd.read_parquet(bands_path)
+    device = resolve_device(params["device"])
+    blob = load_activations(acts)
+    dictionary = load_sae(sae, device)
+    band_table = pd.read_parquet(bands)
     with torch.no_grad():
-        z_tr = torch.cat([sae.encode(c.to(device)).cpu() for c in blob["train"]["acts"].split(65536)])
-        z_ho = torch.cat([sae.encode(c.to(device)).cpu() for c in blob["heldout"]["acts"].split(65536)])
+        z_tr = torch.cat([dictionary.encode(c.to(device)).cpu() for c in blob["train"]["acts"].split(65536)])
+        z_ho = torch.cat([dictionary.encode(c.to(device)).cpu() for c in blob["heldout"]["acts"].split(65536)])
     alive = torch.nonzero((z_tr > 0).any(0)).flatten()
     xa_tr, xa_ho = blob["train"]["inputs"][:, :2], blob["heldout"]["inputs"][:, :2]
-    scan, best = slope_search(xa_tr, z_tr[:, alive], xa_ho, z_ho[:, alive], params)
+    scan_df, best_df = slope_search(xa_tr, z_tr[:, alive], xa_ho, z_ho[:, alive], params)
     ids = alive.numpy()
-    scan["latent"] = ids[scan["latent"].to_numpy()]
-    best["latent"] = ids[best["latent"].to_numpy()]
+    scan_df["latent"] = ids[scan_df["latent"].to_numpy()]
+    best_df["latent"] = ids[best_df["latent"].to_numpy()]
     at = slope_r2(xa_tr, z_tr[:, alive], xa_ho, z_ho[:, alive], [CARDANO_C, 0.0], params["buckets"]).numpy()
-    best["r2_at_cardano"] = at[0]
-    best["r2_at_zero"] = at[1]
-    best = best.merge(bands[["latent", "is_band", "c_grad_median"]], on="latent", how="left")
-    best["is_band"] = best["is_band"].fillna(False).astype(bool)
-    scan = scan.merge(best[["latent", "is_band"]], on="latent", how="left")
-    scan.insert(0, "seed", seed)
-    best.insert(0, "seed", seed)
-    band = best[best.is_band]
+    best_df["r2_at_cardano"] = at[0]
+    best_df["r2_at_zero"] = at[1]
+    best_df = best_df.merge(band_table[["latent", "is_band", "c_grad_median"]], on="latent", how="left")
+    best_df["is_band"] = best_df["is_band"].fillna(False).astype(bool)
+    scan_df = scan_df.merge(best_df[["latent", "is_band"]], on="latent", how="left")
+    scan_df.insert(0, "seed", seed)
+    best_df.insert(0, "seed", seed)
+    band = best_df[best_df.is_band]
     if len(band):
         log.info("seed %d: median best c over %d band latents = %.4f (Cardano 1/3 = %.4f)",
                  seed, len(band), float(band.c_best.median()), CARDANO_C)
     else:
         log.warning("seed %d: no band latents detected; the median slope is undefined (NaN)", seed)
-    save_parquet(scan, out_scan)
-    save_parquet(best, out_best)
+    save_parquet(scan_df, scan)
+    save_parquet(best_df, best)
 
 
 def summarize_slopes(best_tables: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -47,8 +47,10 @@ def clamped_outputs(model, sae, inputs: torch.Tensor, latent: int, factors) -> d
     return out
 
 
-def clamp_step(model_path, sae_path, best_path, out_curves, out_summary, params: dict) -> None:
-    """Step ``cubic-clamp``: clamped output curves over x for each configured polynomial."""
+def clamp_step(*, model: str, sae: str, slopes: str, curves: str, summary: str, params: dict) -> None:
+    """Rule ``cubic_clamping``: scale each chosen latent of ``sae`` (from ``slopes``: the band
+    latents, or configured indices) and record the regressor ``model``'s output ``curves`` over x
+    for each configured polynomial, with one ``summary`` row per (latent, curve, factor)."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.sae import load_sae
     from polyinterp.cubic.task import cubic
@@ -56,25 +58,25 @@ def clamp_step(model_path, sae_path, best_path, out_curves, out_summary, params:
     from polyinterp.io import load_torch, save_parquet
 
     seed = int(params["seed"])
-    device = resolve_device(params.get("device", "auto"))
-    model, sae = load_model(model_path, device), load_sae(sae_path, device)
-    best = pd.read_parquet(best_path)
+    device = resolve_device(params["device"])
+    net, dictionary = load_model(model, device), load_sae(sae, device)
+    best = pd.read_parquet(slopes)
     chosen = choose_latents(best, params["latents"], params["max_latents"])
     for j, _ in chosen:
-        if not 0 <= j < sae.m:
-            raise ConfigError(f"config key 'cubic.clamp.latents' names latent {j}; the SAE has latents 0..{sae.m - 1}.")
+        if not 0 <= j < dictionary.m:
+            raise ConfigError(f"config key 'cubic.clamp.latents' names latent {j}; the SAE has latents 0..{dictionary.m - 1}.")
     factors = sorted({float(f) for f in params["factors"]} | {1.0})
-    ranges = load_torch(model_path)["ranges"]
+    ranges = load_torch(model)["ranges"]
     xs = torch.linspace(*ranges["x"], params["x_points"])
-    rows, summary = [], []
+    rows, summary_rows = [], []
     for ci, (a, b) in enumerate(params["polys"]):
         inp = torch.stack([xs, torch.full_like(xs, a), torch.full_like(xs, b)], 1).to(device)
         with torch.no_grad():
-            y_model = model(inp).cpu().double().numpy()
-            z = sae.encode(model.hidden(inp)).cpu()
+            y_model = net(inp).cpu().double().numpy()
+            z = dictionary.encode(net.hidden(inp)).cpu()
         y_true = cubic(xs.double(), torch.tensor(a).double(), torch.tensor(b).double()).numpy()
         for j, sel in chosen:
-            outs = {s: v.cpu().double().numpy() for s, v in clamped_outputs(model, sae, inp, j, factors).items()}
+            outs = {s: v.cpu().double().numpy() for s, v in clamped_outputs(net, dictionary, inp, j, factors).items()}
             y_sae = outs[1.0]
             active = float((z[:, j] > 0).double().mean())
             for s, y in outs.items():
@@ -83,7 +85,7 @@ def clamp_step(model_path, sae_path, best_path, out_curves, out_summary, params:
                     "x": xs.double().numpy(), "y_true": y_true, "y_model": y_model, "y_sae": y_sae, "y_clamped": y,
                     "latent_act": z[:, j].double().numpy(),
                 }))
-                summary.append({
+                summary_rows.append({
                     "latent": j, "selection": sel, "factor": s, "curve": ci, "a": float(a), "b": float(b),
                     "active_frac": active,
                     "rms_change": float(np.sqrt(np.mean((y - y_sae) ** 2))),
@@ -91,10 +93,10 @@ def clamp_step(model_path, sae_path, best_path, out_curves, out_summary, params:
                     "recon_rms": float(np.sqrt(np.mean((y_sae - y_model) ** 2))),
                     "model_rms": float(np.sqrt(np.mean((y_model - y_true) ** 2))),
                 })
-    curves = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-    summary = pd.DataFrame(summary)
-    curves.insert(0, "seed", seed)
-    summary.insert(0, "seed", seed)
+    curves_df = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    summary_df = pd.DataFrame(summary_rows)
+    curves_df.insert(0, "seed", seed)
+    summary_df.insert(0, "seed", seed)
     log.info("clamped latents %s at factors %s on %d polynomials", [j for j, _ in chosen], factors, len(params["polys"]))
-    save_parquet(curves, out_curves)
-    save_parquet(summary, out_summary)
+    save_parquet(curves_df, curves)
+    save_parquet(summary_df, summary)

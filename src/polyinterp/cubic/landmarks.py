@@ -108,8 +108,9 @@ def rank_latents(table: pd.DataFrame, strong: float) -> pd.DataFrame:
     return out.sort_values(["kind", "rank"]).reset_index(drop=True)
 
 
-def landmarks_step(model_path, sae_path, out_table, out_ranking, params: dict) -> None:
-    """Step ``cubic-landmarks``: correlation table over the (a, b) grid and the per-kind latent ranking."""
+def landmarks_step(*, model: str, sae: str, table: str, ranking: str, params: dict) -> None:
+    """Rule ``cubic_landmark_table``: each latent of ``sae`` (read through the regressor ``model``)
+    against the landmark bumps over the (a, b) grid (``table``) and the per-kind latent ``ranking``."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.probe import grid_inputs, latent_activations
     from polyinterp.cubic.sae import load_sae
@@ -119,21 +120,21 @@ def landmarks_step(model_path, sae_path, out_table, out_ranking, params: dict) -
     seed = int(params["seed"])
     if params["bump_width"] <= 0:
         raise ConfigError("config key 'cubic.landmarks.bump_width' must be positive.")
-    device = resolve_device(params.get("device", "auto"))
-    model, sae = load_model(model_path, device), load_sae(sae_path, device)
-    ranges = load_torch(model_path)["ranges"]
+    device = resolve_device(params["device"])
+    net, dictionary = load_model(model, device), load_sae(sae, device)
+    ranges = load_torch(model)["ranges"]
     xs = torch.linspace(*ranges["x"], params["x_points"])
     a_grid = torch.linspace(*ranges["a"], params["a_points"])
     b_grid = torch.linspace(*ranges["b"], params["b_points"])
-    z = latent_activations(model, sae, grid_inputs(xs, a_grid, b_grid), device)
-    z = z.reshape(len(b_grid), len(a_grid), len(xs), sae.m).numpy()
-    table = landmark_table(z, xs.numpy(), a_grid.numpy(), b_grid.numpy(), params["bump_width"])
-    table.insert(0, "seed", seed)
-    ranking = rank_latents(table, params["strong_corr"])
-    ranking.insert(0, "seed", seed)
+    z = latent_activations(net, dictionary, grid_inputs(xs, a_grid, b_grid), device)
+    z = z.reshape(len(b_grid), len(a_grid), len(xs), dictionary.m).numpy()
+    table_df = landmark_table(z, xs.numpy(), a_grid.numpy(), b_grid.numpy(), params["bump_width"])
+    table_df.insert(0, "seed", seed)
+    ranking_df = rank_latents(table_df, params["strong_corr"])
+    ranking_df.insert(0, "seed", seed)
     for kind in KINDS:
-        top = ranking[(ranking.kind == kind) & (ranking["rank"] <= 3)]
+        top = ranking_df[(ranking_df.kind == kind) & (ranking_df["rank"] <= 3)]
         log.info("top latents for %s: %s", kind,
                  ", ".join(f"{int(r.latent)} ({r.mean_corr:.3f})" for r in top.itertuples()))
-    save_parquet(table, out_table)
-    save_parquet(ranking, out_ranking)
+    save_parquet(table_df, table)
+    save_parquet(ranking_df, ranking)

@@ -235,8 +235,10 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
 
 
 @intra_op_threads()
-def sae_step(acts_path, model_path, out_sae, out_metrics, out_latents, out_curve, params: dict) -> None:
-    """Step ``cubic-sae``: fit on the train activations, score on the held-out ones (one intra-op thread)."""
+def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, curve: str, params: dict) -> None:
+    """Rule ``cubic_sae``: fit the TopK SAE on the train split of ``acts`` (one intra-op thread),
+    score it on the held-out split and spliced into the regressor ``model``; write ``sae``, the
+    ``metrics``, per-latent ``latents`` and training ``curve`` tables."""
     from polyinterp.cubic.activations import load_activations
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.task import target
@@ -244,27 +246,27 @@ def sae_step(acts_path, model_path, out_sae, out_metrics, out_latents, out_curve
     from polyinterp.io import save_parquet, save_torch
 
     seed = int(params["seed"])
-    device = resolve_device(params.get("device", "auto"))
-    blob = load_activations(acts_path)
+    device = resolve_device(params["device"])
+    blob = load_activations(acts)
     x_tr, ho = blob["train"]["acts"], blob["heldout"]
     t0 = time.time()
-    sae, curve, since_fired = train_sae(x_tr, params, seed, device)
+    fitted, curve_rows, since_fired = train_sae(x_tr, params, seed, device)
     seconds = time.time() - t0
-    ev = evaluate_sae(sae, ho["acts"])
-    ev_tr = evaluate_sae(sae, x_tr)
+    ev = evaluate_sae(fitted, ho["acts"])
+    ev_tr = evaluate_sae(fitted, x_tr)
 
     # Downstream: the regressor finished from the SAE reconstruction instead of its own activation.
-    model = load_model(model_path, device)
+    net = load_model(model, device)
     with torch.no_grad():
         y_true = target(ho["inputs"]).double()
-        y_splice = model.head(sae(ho["acts"].to(device))).cpu().double()
+        y_splice = net.head(fitted(ho["acts"].to(device))).cpu().double()
     var_y = float(y_true.var())
     rel_spliced = float((y_splice - y_true).pow(2).mean()) / var_y
     rel_model = float((ho["y_model"].double() - y_true).pow(2).mean()) / var_y
 
     dead_train = float((since_fired >= params["dead_threshold"]).double().mean())
-    metrics = pd.DataFrame([{
-        "seed": seed, "latents": sae.m, "k": sae.k, "r2_heldout": ev["r2"], "r2_train": ev_tr["r2"],
+    metrics_df = pd.DataFrame([{
+        "seed": seed, "latents": fitted.m, "k": fitted.k, "r2_heldout": ev["r2"], "r2_train": ev_tr["r2"],
         "l0_heldout": ev["l0"], "dead_frac_heldout": ev["dead_frac"], "dead_frac_train": dead_train,
         "rel_mse_model": rel_model, "rel_mse_spliced": rel_spliced, "r2_target": float(params["r2_target"]),
         "r2_target_met": bool(ev["r2"] >= params["r2_target"]), "train_seconds": seconds,
@@ -272,18 +274,18 @@ def sae_step(acts_path, model_path, out_sae, out_metrics, out_latents, out_curve
     log.info("SAE held-out R² %.5f (target %.3f), L0 %.3f, dead %.3f; regressor rel-MSE %.2e, spliced %.2e",
              ev["r2"], params["r2_target"], ev["l0"], ev["dead_frac"], rel_model, rel_spliced)
     if ev["r2"] < params["r2_target"]:
-        log.warning("SAE R² TARGET NOT MET: held-out R² %.5f < %.3f (raise cubic.sae.steps)", ev["r2"], params["r2_target"])
-    latents = pd.DataFrame({
-        "seed": seed, "latent": range(sae.m), "fire_rate": ev["fire_rate"].numpy(),
+        log.warning("SAE R² TARGET NOT MET: held-out R² %.5f < %.3f (raise cubic.fitted.steps)", ev["r2"], params["r2_target"])
+    latents_df = pd.DataFrame({
+        "seed": seed, "latent": range(fitted.m), "fire_rate": ev["fire_rate"].numpy(),
         "mean_act": ev["mean_act"].numpy(), "dead": (ev["fire_rate"] == 0).numpy(),
-        "decoder_norm": sae.W_dec.detach().norm(dim=0).cpu().double().numpy(),
+        "decoder_norm": fitted.W_dec.detach().norm(dim=0).cpu().double().numpy(),
     })
-    curve_df = pd.DataFrame(curve)
+    curve_df = pd.DataFrame(curve_rows)
     curve_df.insert(0, "seed", seed)
-    save_torch({**sae.state(), "seed": seed, "config_hash": config_hash(params)}, out_sae)
-    save_parquet(metrics, out_metrics)
-    save_parquet(latents, out_latents)
-    save_parquet(curve_df, out_curve)
+    save_torch({**fitted.state(), "seed": seed, "config_hash": config_hash(params)}, sae)
+    save_parquet(metrics_df, metrics)
+    save_parquet(latents_df, latents)
+    save_parquet(curve_df, curve)
 
 
 def load_sae(path, device="cpu") -> TopKSAE:

@@ -12,12 +12,13 @@ from polyinterp.io import save_parquet
 log = logging.getLogger(__name__)
 
 
-def summary_step(fit_paths, sae_paths, best_paths, out_summary, out_slopes_seeds, out_slopes_spread) -> None:
-    """Step ``cubic-summary``: one row per seed, plus the per-seed and across-seed slope summaries."""
-    fits = pd.concat([pd.read_parquet(p) for p in fit_paths], ignore_index=True)
-    saes = pd.concat([pd.read_parquet(p) for p in sae_paths], ignore_index=True)
-    bests = [pd.read_parquet(p) for p in best_paths]
-    per_seed, spread = summarize_slopes(bests)
+def summary_step(*, fit: list[str], sae: list[str], slopes: list[str], summary: str, seeds: str, spread: str) -> None:
+    """Rule ``cubic_summary``: from every seed's ``fit``, ``sae`` metrics and ``slopes`` tables, one
+    ``summary`` row per seed, the per-seed slope summary (``seeds``) and its ``spread`` across seeds."""
+    fits = pd.concat([pd.read_parquet(p) for p in fit], ignore_index=True)
+    saes = pd.concat([pd.read_parquet(p) for p in sae], ignore_index=True)
+    bests = [pd.read_parquet(p) for p in slopes]
+    per_seed, spread_df = summarize_slopes(bests)
     val = fits[fits.split == "val"].set_index("seed")
     oor = fits[fits.split == "out_of_range"].set_index("seed")
     rows = []
@@ -34,11 +35,11 @@ def summary_step(fit_paths, sae_paths, best_paths, out_summary, out_slopes_seeds
             "n_band_latents": int(sl.n_band_latents), "band_latents": sl.band_latents,
             "median_c": float(sl.median_c), "cardano_c": CARDANO_C,
         })
-    summary = pd.DataFrame(rows)
+    summary_df = pd.DataFrame(rows)
     for r in rows:
         log.info("seed %d: rel-MSE %.2e (target met: %s), SAE R² %.4f, L0 %.2f, dead %.3f, bands [%s], median c %.4f",
                  r["seed"], r["rel_mse_val"], r["target_met"], r["sae_r2_heldout"], r["sae_l0"], r["sae_dead_frac"],
                  r["band_latents"], r["median_c"])
-    save_parquet(summary, out_summary)
-    save_parquet(per_seed, out_slopes_seeds)
-    save_parquet(spread, out_slopes_spread)
+    save_parquet(summary_df, summary)
+    save_parquet(per_seed, seeds)
+    save_parquet(spread_df, spread)

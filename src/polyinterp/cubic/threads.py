@@ -1,12 +1,9 @@
 """Intra-op CPU threads for the cubic study's training loops.
 
 The regressor and SAE steps run tens of thousands of small operations (matrices 4096 × 64 and
-1024 × 64). On an idle 2-core machine a second OpenMP thread saves little (regressor: about 3.7 s
-instead of 4 s per 1000 steps); when other processes hold the cores, the OpenMP threads spin and
-wait at the barrier of every operation and the same 1000 steps took 26–44 s with two threads against
-5–8 s with one. The training steps therefore run on one intra-op thread whatever the step's
-``--threads``. The results do not depend on it: two and one thread give bit-identical models,
-checkpoints and tables on the default configuration.
+1024 × 64), where OpenMP threads mostly wait at each operation's barrier, badly so when other
+processes hold the cores (timings in ``bench/README.md``). The training steps therefore run on one
+intra-op thread whatever the step's ``--threads``.
 """
 
 from __future__ import annotations

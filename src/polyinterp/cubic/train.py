@@ -81,7 +81,7 @@ def train_regressor(params: dict, seed: int):
     _check(params)
     tp, task = params["train"], params["task"]
     ranges = task["ranges"]
-    device = resolve_device(params.get("device", "auto"))
+    device = resolve_device(params["device"])
 
     val = sample_inputs(tp["val_samples"], ranges, generator(seed, STREAM_VAL))
     oor = sample_out_of_range(tp["val_samples"], ranges, task["out_of_range_expand"], generator(seed, STREAM_OOR))
@@ -182,18 +182,19 @@ def train_regressor(params: dict, seed: int):
     return model, curve, ckpts, fit, rows, meta
 
 
-def train_step(out_model, out_checkpoints, out_curve, out_fit, out_curves, params: dict) -> None:
-    """Step ``cubic-train``: write model.pt, checkpoints.pt, train_curve/fit/fit_curves Parquet tables."""
+def train_step(*, model: str, checkpoints: str, curve: str, fit: str, curves: str, params: dict) -> None:
+    """Rule ``cubic_train``: train one seed; write ``model``, the eval ``checkpoints`` and the
+    ``curve`` (training curve), ``fit`` and ``curves`` (fit curves) Parquet tables."""
     seed = int(params["seed"])
-    model, curve, ckpts, fit, rows, meta = train_regressor(params, seed)
-    save_torch({"state": {k: v.cpu() for k, v in model.state_dict().items()}, **meta}, out_model)
-    save_torch({**ckpts, "widths": meta["widths"], "seed": seed}, out_checkpoints)
+    net, curve_rows, ckpts, fit_rows, curve_points, meta = train_regressor(params, seed)
+    save_torch({"state": {k: v.cpu() for k, v in net.state_dict().items()}, **meta}, model)
+    save_torch({**ckpts, "widths": meta["widths"], "seed": seed}, checkpoints)
 
     def frame(rows):
         df = pd.DataFrame(rows)
         df.insert(0, "seed", seed)
         return df
 
-    save_parquet(frame(curve), out_curve)
-    save_parquet(frame(fit), out_fit)
-    save_parquet(frame(rows), out_curves)
+    save_parquet(frame(curve_rows), curve)
+    save_parquet(frame(fit_rows), fit)
+    save_parquet(frame(curve_points), curves)

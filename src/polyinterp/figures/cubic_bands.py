@@ -12,10 +12,15 @@ import pandas as pd  # noqa: E402
 from polyinterp.io import load_torch, save_figure  # noqa: E402
 
 
-def plot(grid_path, bands_path, best_path, outs, max_latents: int = 6) -> None:
-    grid = load_torch(grid_path)
-    bands = pd.read_parquet(bands_path)
-    best = pd.read_parquet(best_path).set_index("latent")
+def bands_figure(*, grid: str, bands: str, slopes: str, out: list[str], params: dict) -> dict:
+    """Up to ``params['max_latents']`` band latents (most coherent first; if none, the most coherent
+    live latents) over (x, a) at each b slice of ``grid``, with lines x + c·a = const at each one's
+    best slope. Returns what it drew: ``bands_found`` and the ``latents`` with their c."""
+    max_latents = int(params["max_latents"])
+    grid = load_torch(grid)
+    bands = pd.read_parquet(bands)
+    best = pd.read_parquet(slopes).set_index("latent")
+    drawn = []
     z = grid["latents"].numpy()
     xs, as_, bs = grid["x"].numpy(), grid["a"].numpy(), grid["b"].numpy()
     chosen = bands[bands.is_band].sort_values("min_coherence", ascending=False)
@@ -29,6 +34,7 @@ def plot(grid_path, bands_path, best_path, outs, max_latents: int = 6) -> None:
     for r, row in enumerate(chosen.itertuples()):
         j = int(row.latent)
         c = float(best.loc[j, "c_best"]) if j in best.index else float(row.c_grad_median)
+        drawn.append({"latent": j, "c": c})
         for k, b in enumerate(bs):
             ax = axes[r, k]
             f = z[k, :, :, j]
@@ -51,4 +57,5 @@ def plot(grid_path, bands_path, best_path, outs, max_latents: int = 6) -> None:
     fig.suptitle(f"seed {int(grid['seed'])}: {title} over (x, a); cyan x+c·a=const (slope search), "
                  "white dotted x+a/3=const", fontsize=8)
     fig.tight_layout()
-    save_figure(fig, *outs)
+    save_figure(fig, *out)
+    return {"bands_found": title == "band latents", "latents": drawn, "b_slices": [float(b) for b in bs]}

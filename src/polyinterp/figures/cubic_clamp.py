@@ -11,10 +11,13 @@ import pandas as pd  # noqa: E402
 from polyinterp.io import save_figure  # noqa: E402
 
 
-def plot(curves_path, summary_path, outs, max_latents: int = 4) -> None:
-    curves = pd.read_parquet(curves_path)
-    summary = pd.read_parquet(summary_path)
-    latents = list(dict.fromkeys(curves.latent))[:max_latents]
+def clamp_figure(*, curves: str, summary: str, out: list[str], params: dict) -> dict:
+    """One row per clamped latent (at most ``params['max_latents']``), one column per polynomial: the
+    regressor's output over x with the latent scaled by each factor, beside the true cubic and the
+    model. Returns what it drew: ``latents``, ``curves`` and ``factors``."""
+    curves = pd.read_parquet(curves)
+    summary = pd.read_parquet(summary)
+    latents = list(dict.fromkeys(curves.latent))[:int(params["max_latents"])]
     polys = sorted(curves.curve.unique())
     fig, axes = plt.subplots(max(len(latents), 1), max(len(polys), 1),
                              figsize=(3.3 * max(len(polys), 1), 2.6 * max(len(latents), 1)), squeeze=False)
@@ -45,4 +48,6 @@ def plot(curves_path, summary_path, outs, max_latents: int = 4) -> None:
     sel = curves.selection.iloc[0] if len(curves) else "none"
     fig.suptitle(f"seed {int(curves.seed.iloc[0]) if len(curves) else -1}: clamping SAE latents ({sel})", fontsize=9)
     fig.tight_layout()
-    save_figure(fig, *outs)
+    save_figure(fig, *out)
+    return {"latents": [int(j) for j in latents], "curves": [int(c) for c in polys],
+            "factors": [float(f) for f in factors]}

@@ -11,10 +11,14 @@ import pandas as pd  # noqa: E402
 from polyinterp.io import save_figure  # noqa: E402
 
 
-def plot(curves_path, curve_paths, fit_paths, outs) -> None:
-    curves = pd.read_parquet(curves_path)
-    train = pd.concat([pd.read_parquet(p) for p in curve_paths], ignore_index=True)
-    fit = pd.concat([pd.read_parquet(p) for p in fit_paths], ignore_index=True)
+def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: list[str]) -> dict:
+    """Learned vs true cubic for the first seed's fit ``curves``, and every seed's ``train_curves``
+    against the target. Returns what it drew: ``curves`` (curve id, a, b, in_range) and
+    ``training`` (seed, split, number of points) lines."""
+    curves = pd.read_parquet(curves)
+    train = pd.concat([pd.read_parquet(p) for p in train_curves], ignore_index=True)
+    fit = pd.concat([pd.read_parquet(p) for p in fit], ignore_index=True)
+    drawn = {"curves": [], "training": []}
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (cid, c) in enumerate(curves.groupby("curve")):
@@ -22,6 +26,8 @@ def plot(curves_path, curve_paths, fit_paths, outs) -> None:
         tag = "" if bool(c.in_range.iloc[0]) else " (outside training box)"
         ax0.plot(c.x, c.y_true, color=col, lw=1, ls="--")
         ax0.plot(c.x, c.y_model, color=col, lw=2, alpha=0.7, label=f"a={c.a.iloc[0]:g}, b={c.b.iloc[0]:g}{tag}")
+        drawn["curves"].append({"curve": int(cid), "a": float(c.a.iloc[0]), "b": float(c.b.iloc[0]),
+                                "in_range": bool(c.in_range.iloc[0]), "points": len(c)})
     ax0.set(xlabel="x", ylabel="y", title=f"seed {int(curves.seed.iloc[0])}: model (solid) vs x³+ax²+bx (dashed)")
     ax0.legend(fontsize=7)
     for seed, t in train.groupby("seed"):
@@ -29,6 +35,7 @@ def plot(curves_path, curve_paths, fit_paths, outs) -> None:
             s = t[(t.split == split) & (t.step > 0)]
             if len(s):
                 ax1.loglog(s.step, s.rel_mse, ls=ls, label=f"seed {seed} {split}")
+                drawn["training"].append({"seed": int(seed), "split": split, "points": len(s)})
     target = float(fit.target_rel_mse.iloc[0])
     ax1.axhline(target, color="k", lw=0.8, ls="--")
     ax1.text(ax1.get_xlim()[0], target, f" target {target:g}", va="bottom", fontsize=7)
@@ -37,4 +44,5 @@ def plot(curves_path, curve_paths, fit_paths, outs) -> None:
             title="final val rel-MSE: " + ", ".join(f"{v:.1e}" for v in val.rel_mse))
     ax1.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    save_figure(fig, *outs)
+    save_figure(fig, *out)
+    return drawn

@@ -14,9 +14,13 @@ from polyinterp.io import save_figure  # noqa: E402
 KINDS = ("root", "critical", "inflection", "all")
 
 
-def plot(table_path, ranking_path, outs, top: int = 3) -> None:
-    table = pd.read_parquet(table_path)
-    ranking = pd.read_parquet(ranking_path)
+def landmarks_figure(*, table: str, ranking: str, out: list[str], params: dict) -> list[dict]:
+    """For each landmark kind, heat maps over (a, b) of the correlation of its ``params['top']``
+    best-ranked latents. Returns the panels drawn (kind, latent, mean_corr)."""
+    top = int(params["top"])
+    table = pd.read_parquet(table)
+    ranking = pd.read_parquet(ranking)
+    drawn = []
     fig, axes = plt.subplots(len(KINDS), top, figsize=(3.3 * top, 2.9 * len(KINDS)), squeeze=False,
                              layout="constrained")
     cmap = plt.get_cmap("RdBu_r").copy()
@@ -30,6 +34,7 @@ def plot(table_path, ranking_path, outs, top: int = 3) -> None:
                 ax.axis("off")
                 continue
             row = best.iloc[c]
+            drawn.append({"kind": kind, "latent": int(row.latent), "mean_corr": float(row.mean_corr)})
             sub = table[(table.kind == kind) & (table.latent == row.latent)]
             piv = sub.pivot(index="b", columns="a", values="corr").sort_index()
             im = ax.imshow(piv.to_numpy(), origin="lower", aspect="auto", cmap=cmap, vmin=-1, vmax=1,
@@ -46,4 +51,5 @@ def plot(table_path, ranking_path, outs, top: int = 3) -> None:
         fig.colorbar(im, ax=axes, shrink=0.6, label="Pearson r (grey: undefined)")
     fig.suptitle(f"seed {int(table.seed.iloc[0])}: latent profile along x vs Gaussian bumps at landmarks"
                  " (dotted b=a²/4, dashed b=a²/3)", fontsize=9)
-    save_figure(fig, *outs)
+    save_figure(fig, *out)
+    return drawn

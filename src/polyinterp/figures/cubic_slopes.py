@@ -13,10 +13,14 @@ from polyinterp.io import save_figure  # noqa: E402
 CARDANO = 1.0 / 3.0
 
 
-def plot(scan_path, best_paths, seeds_path, outs) -> None:
-    scan = pd.read_parquet(scan_path)
-    bests = pd.concat([pd.read_parquet(p) for p in best_paths], ignore_index=True)
-    per_seed = pd.read_parquet(seeds_path)
+def slopes_figure(*, scan: str, slopes: list[str], seeds: str, out: list[str]) -> dict:
+    """Left: the first seed's coarse slope scan (R² against c) of its band latents (or, without
+    bands, its 5 best latents), its median c and Cardano's 1/3; right: every seed's band slopes and
+    median. Returns what it drew: ``scan_latents`` and per seed ``median_c`` and ``band_c``."""
+    scan = pd.read_parquet(scan)
+    bests = pd.concat([pd.read_parquet(p) for p in slopes], ignore_index=True)
+    per_seed = pd.read_parquet(seeds)
+    drawn = {"scan_latents": [], "seeds": []}
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
     seed0 = int(scan.seed.iloc[0]) if len(scan) else int(per_seed.seed.iloc[0])
     coarse = scan[scan.stage == "coarse"]
@@ -25,6 +29,7 @@ def plot(scan_path, best_paths, seeds_path, outs) -> None:
         bests[bests.seed == seed0].nlargest(5, "r2_best").latent)]
     for j, s in shown.groupby("latent"):
         line, = ax0.plot(s.c, s.r2, lw=1.2, label=f"latent {j}")
+        drawn["scan_latents"].append(int(j))
         b = bests[(bests.seed == seed0) & (bests.latent == j)]
         if len(b):
             ax0.plot(b.c_best, b.r2_best, "o", color=line.get_color(), ms=4)
@@ -39,6 +44,7 @@ def plot(scan_path, best_paths, seeds_path, outs) -> None:
     for i, row in enumerate(per_seed.itertuples()):
         b = bests[(bests.seed == row.seed) & bests.is_band]
         ax1.plot([i] * len(b), b.c_best, "o", color="0.6", ms=4)
+        drawn["seeds"].append({"seed": int(row.seed), "median_c": float(row.median_c), "band_c": b.c_best.tolist()})
         if pd.notna(row.median_c):
             ax1.plot([i], [row.median_c], "ks", ms=7)
     ax1.axhline(CARDANO, color="r", ls="--", lw=1, label="1/3")
@@ -46,4 +52,5 @@ def plot(scan_path, best_paths, seeds_path, outs) -> None:
     ax1.set(ylabel="best c", title="band latents (grey) and median (black) per seed")
     ax1.legend(fontsize=7)
     fig.tight_layout()
-    save_figure(fig, *outs)
+    save_figure(fig, *out)
+    return drawn

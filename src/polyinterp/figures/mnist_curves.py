@@ -11,16 +11,33 @@ TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ sof
 DISTRIBUTIONS = {"mixture": "Gaussian-mixture samples", "test": "MNIST test images"}
 
 
-def plot_metric_curves(metrics_path, metric: str, out_paths) -> None:
+def fvu_figure(*, metrics: str, out: list[str]) -> list[dict]:
+    """fig2: FVU of every approximant over training (see :func:`metric_curves_figure`)."""
+    return metric_curves_figure(metrics, "fvu", out)
+
+
+def kl_figure(*, metrics: str, out: list[str]) -> list[dict]:
+    """fig3: KL(MLP ‖ approximant) over training (see :func:`metric_curves_figure`)."""
+    return metric_curves_figure(metrics, "kl", out)
+
+
+def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
+    """One panel per distribution, one line per approximant: the mean over seeds at each step > 0
+    and the min–max band. Returns the lines drawn: dicts with distribution, approximant, step,
+    mean, min, max (lists) and n_seeds."""
     import matplotlib.pyplot as plt
 
     df = pd.read_parquet(metrics_path)
     df = df[(df.metric == metric) & (df.approximant != "mlp")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    lines = []
     for ax, (dist, title) in zip(axes, DISTRIBUTIONS.items()):
         for name, group in df[df.distribution == dist].groupby("approximant"):
             stats = group.groupby("step")["value"].agg(["mean", "min", "max"]).reset_index()
             stats = stats[stats.step > 0]  # log axis; step 0 is the untrained network
+            lines.append({"distribution": dist, "approximant": name, "step": stats.step.tolist(),
+                          "mean": stats["mean"].tolist(), "min": stats["min"].tolist(), "max": stats["max"].tolist(),
+                          "n_seeds": int(group.seed.nunique())})
             style = "--" if name == "quadratic_sgd" else "-"
             ax.plot(stats.step, stats["mean"], style, color=COLORS[name], label=LABELS[name], marker=".")
             ax.fill_between(stats.step, stats["min"], stats["max"], color=COLORS[name], alpha=0.2, lw=0)
@@ -34,4 +51,5 @@ def plot_metric_curves(metrics_path, metric: str, out_paths) -> None:
     axes[0].legend()
     fig.suptitle(f"{TITLES[metric]} of the approximants over training (mean and range over {n_seeds} seed(s))")
     save_figure(fig, *out_paths)
+    return lines
 

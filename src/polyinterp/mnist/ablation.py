@@ -21,6 +21,7 @@ from torch import nn
 
 from polyinterp.approx import Approximant
 from polyinterp.device import resolve_device
+from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_parquet, save_torch
 from polyinterp.mnist.approximants import load_approximants
 from polyinterp.mnist.data import load_mnist
@@ -29,7 +30,6 @@ from polyinterp.mnist.preprocess import apply_preprocess
 
 COLUMNS = {"seed": "int64", "step": "int64", "k": "int64", "directions": "string", "draw": "int64",
            "model": "string", "accuracy": "float64"}
-EXAMPLE_CLASS = 3
 
 
 def top_right_singular_vectors(beta: torch.Tensor) -> torch.Tensor:
@@ -131,42 +131,45 @@ def ablation_rows(models, x, y, beta, k_max, draws, seed) -> list[dict]:
     return rows
 
 
-def ablation_step(ckpt_paths, approx_paths, data_path, out_table, out_examples, params: dict) -> None:
-    """Rule ``mnist_svd_ablation``: every configured (seed, step) into one table, plus example
-    images (for fig4) from the first seed's last configured step."""
+def ablation_step(*, ckpt: list[str], approx: list[str], data: str, table: str, examples: str,
+                  params: dict) -> None:
+    """Rule ``mnist_svd_ablation``: every attacked (seed, step) — ``ckpt`` and ``approx`` files in
+    pairs — into one ``table``, plus ``examples`` images (for fig4) from the first seed's last
+    attacked step."""
+    if len(ckpt) != len(approx):
+        raise ConfigError(f"mnist_svd_ablation needs one approx file per checkpoint, got {len(ckpt)} and {len(approx)}")
     device = resolve_device(params["device"])
-    mnist = load_mnist(data_path)
+    mnist = load_mnist(data)
     y = torch.as_tensor(mnist.test_labels, device=device)
-    frames, examples = [], None
-    for ckpt_path, approx_path in zip(ckpt_paths, approx_paths):
-        ckpt = load_torch(ckpt_path)
-        x = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
-        approx = load_approximants(approx_path, device)
-        models = {"mlp": load_mlp(ckpt, device).to(torch.float64), **approx}
-        beta = approx["linear"].beta.to(torch.float64)
+    frames, chosen = [], None
+    for ckpt_path, approx_path in zip(ckpt, approx):
+        state = load_torch(ckpt_path)
+        x = apply_preprocess(mnist.test_images, state["preprocess"], dtype=torch.float64).to(device)
+        fitted = load_approximants(approx_path, device)
+        models = {"mlp": load_mlp(state, device).to(torch.float64), **fitted}
+        beta = fitted["linear"].beta.to(torch.float64)
         df = pd.DataFrame(ablation_rows(models, x, y, beta, params["k_max"], params["random_draws"],
-                                        seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"])))
-        df.insert(0, "seed", int(ckpt["seed"]))
-        df.insert(1, "step", int(ckpt["step"]))
+                                        seed=int(state["seed"]) * 1_000_003 + int(state["step"])))
+        df.insert(0, "seed", int(state["seed"]))
+        df.insert(1, "step", int(state["step"]))
         frames.append(df)
-        examples = examples or ablation_examples(models["mlp"], x, y, beta, params["k_max"], ckpt)
-    save_parquet(pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS), out_table)
-    save_torch(examples, out_examples)
+        key = (int(state["seed"]), -int(state["step"]))
+        if chosen is None or key < chosen[0]:
+            chosen = key, ablation_examples(models["mlp"], x, y, beta, params["k_max"], state)
+    save_parquet(pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS), table)
+    save_torch(chosen[1], examples)
 
 
 @torch.no_grad()
 def ablation_examples(model, x, y, beta, k_max, ckpt) -> dict:
-    """The first test '3' with k = 0…k_max directions removed, and the first test image of each
-    digit with k_max removed, with the MLP's predictions (all in preprocessed space)."""
+    """The first test image of each digit with k = 0…k_max directions removed (``ablated`` [10,
+    k_max + 1, d], class-major) and the MLP's predictions on them (``ablated_pred`` [10, k_max + 1]),
+    in preprocessed space; the figure picks its digit (``mnist.figures.digit``) from these."""
     vh = top_right_singular_vectors(beta)
-    i3 = int((y == EXAMPLE_CLASS).nonzero()[0])
-    threes = torch.stack([project_out(x[i3 : i3 + 1], vh[:k])[0] for k in range(k_max + 1)])
     firsts = torch.stack([(y == c).nonzero()[0, 0] for c in range(10)])
-    digits = project_out(x[firsts], vh[:k_max])
+    ablated = torch.stack([project_out(x[firsts], vh[:k]) for k in range(k_max + 1)], 1)  # [10, k+1, d]
+    pred = model(ablated.reshape(-1, x.shape[1])).argmax(1).reshape(10, k_max + 1)
     return {
         "seed": int(ckpt["seed"]), "step": int(ckpt["step"]), "preprocess": ckpt["preprocess"],
-        "class": EXAMPLE_CLASS, "k": torch.arange(k_max + 1),
-        "ablated_class": threes.cpu(), "ablated_class_pred": model(threes).argmax(1).cpu(),
-        "digits": digits.cpu(), "digits_label": torch.arange(10), "digits_pred": model(digits).argmax(1).cpu(),
-        "k_digits": k_max,
+        "k": torch.arange(k_max + 1), "labels": torch.arange(10), "ablated": ablated.cpu(), "ablated_pred": pred.cpu(),
     }

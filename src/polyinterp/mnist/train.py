@@ -64,7 +64,7 @@ def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
 
 def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> list[dict]:
     """Train and write one checkpoint per entry of ``ckpt_paths`` (step → path). Returns their metadata."""
-    device = resolve_device(params.get("device", "auto"))
+    device = resolve_device(params["device"])
     spec = make_preprocess(data.train_images, params["preprocess"]["pool"], params["preprocess"]["center"])
     x_tr = apply_preprocess(data.train_images, spec).to(device)
     y_tr = torch.as_tensor(data.train_labels).to(device)
@@ -117,11 +117,10 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
     return [{k: m[k] for k in ("step", "train_loss", "test_accuracy")} for m in metas]
 
 
-def train_step(data_path: str | Path, outs: list[str], params: dict) -> None:
-    """Rule ``mnist_train``: ``outs`` are the checkpoint paths of ``params['steps']``, in order."""
+def train_step(*, data: str, ckpt: list[str], params: dict) -> None:
+    """Rule ``mnist_train``: ``ckpt`` are the checkpoint paths of ``params['steps']``, in order."""
     steps = params["steps"]
-    if len(steps) != len(outs):
-        raise ConfigError(f"{len(outs)} checkpoint paths for {len(steps)} steps; they must match one to one.")
+    if len(steps) != len(ckpt):
+        raise ConfigError(f"{len(ckpt)} checkpoint paths for {len(steps)} steps; they must match one to one.")
     torch.use_deterministic_algorithms(True, warn_only=True)
-    data = load_mnist(data_path)
-    train_mlp(data, params, int(params["seed"]), {int(s): Path(p) for s, p in zip(steps, outs)})
+    train_mlp(load_mnist(data), params, int(params["seed"]), {int(s): Path(p) for s, p in zip(steps, ckpt)})

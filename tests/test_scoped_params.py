@@ -1,0 +1,55 @@
+"""A rule's params carry only the keys its step reads: changing a figure-only key reruns figure jobs
+only, and the solver plan does not depend on the solver's tolerance (Snakemake's params trigger)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from workflow_helpers import SMOKE, run_snakemake
+
+pytestmark = pytest.mark.e2e
+
+
+def _jobs(stdout: str) -> set[str]:
+    """Rule names in the job-stats table of a dry run."""
+    table = stdout.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+$", table, re.M)} - {"total", "all"}
+
+
+@pytest.fixture(scope="module")
+def copy(smoke_run, tmp_path_factory):
+    work = tmp_path_factory.mktemp("scoped") / "work"
+    shutil.copytree(smoke_run, work, ignore=shutil.ignore_patterns("locks", "incomplete"))
+    return work
+
+
+def _dry(work, overlay_text: str) -> set[str]:
+    overlay = work / "change.yaml"
+    overlay.write_text(overlay_text)
+    proc = run_snakemake(work, "-n", configfiles=(SMOKE, work / "overlay.yaml", overlay))
+    out = proc.stdout + proc.stderr
+    return _jobs(out) if "Job stats:" in out else set()
+
+
+def test_nothing_to_do_without_a_change(copy):
+    assert _dry(copy, "{}\n") == set()
+
+
+def test_figure_keys_rerun_figures_only(copy):
+    jobs = _dry(copy, "mnist:\n  figures:\n    digit: 7\ncubic:\n  figures:\n    band_latents: 2\n"
+                      "    landmarks_top: 2\n    clamp_latents: 1\n")
+    assert jobs == {"fig1_features", "fig4_ablated_digits", "cubic_fig_bands", "cubic_fig_landmarks",
+                    "cubic_fig_clamp"}, jobs
+
+
+def test_solver_tolerance_does_not_rerun_the_solver_plan(copy):
+    jobs = _dry(copy, "mnist:\n  approx:\n    tol: 1.0e-7\n")
+    assert "mnist_approximants" in jobs and "mnist_solver_plan" not in jobs, jobs
+    assert not {"mnist_train", "mnist_mixture", "mnist_data"} & jobs
+
+
+def test_deflation_steps_rerun_the_plan_but_not_training(copy):
+    jobs = _dry(copy, "mnist:\n  approx:\n    deflation_steps: 30\n")
+    assert "mnist_solver_plan" in jobs and "mnist_train" not in jobs, jobs
