@@ -26,7 +26,9 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     The Lanczos coefficients come from PCG (one output, random symmetric right-hand side): with
     step lengths a_j and ratios b_j, T = tridiag(√b_j / a_j; 1/a_j + b_{j−1}/a_{j−1}) and the Ritz
     vector of Ritz value θ_i is Σ_j S_ji (−1)^j z_j / √(r_j·z_j). Ghost copies (loss of
-    orthogonality repeats a converged Ritz value) are merged. Candidates are, from each end of the
+    orthogonality repeats a converged Ritz value) are merged, and an unconverged Ritz value whose error
+    bound reaches a converged neighbour (a ghost still forming) is not counted as its neighbour.
+    Candidates are, from each end of the
     spectrum inwards, the Ritz pairs that Lanczos's residual estimate |T_{m,m+1} S_mi| calls
     converged (at most ``rel_tol``·θ_i) and that stand apart from the next Ritz value by the factor
     ``gap`` (deflating each cuts the condition number by at least that factor), at most
@@ -82,6 +84,17 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
                 distinct[-1] = i
         else:
             distinct.append(i)
+    # a ghost still forming: an unconverged Ritz value whose error bound (|θ − λ| ≤ estimate·|θ| for
+    # some eigenvalue λ) reaches a converged neighbour need not be another eigenvalue, so it is not
+    # taken as the neighbour that decides whether the converged one is isolated
+    def forming_ghost(pos: int) -> bool:
+        i = distinct[pos]
+        if estimate[i] <= rel_tol:
+            return False
+        return any(0 <= q < len(distinct) and estimate[distinct[q]] <= rel_tol
+                   and abs(theta[i] - theta[distinct[q]]) <= estimate[i] * abs(theta[i]) for q in (pos - 1, pos + 1))
+    distinct = [i for pos, i in enumerate(distinct) if not forming_ghost(pos)]
+
     def isolated(i: int, neighbour: int) -> bool:  # converged, and ≥ gap from the next Ritz value inwards
         hi_, lo_ = max(theta[i], theta[neighbour]), min(theta[i], theta[neighbour])
         return bool(estimate[i] <= rel_tol) and bool(hi_ >= gap * lo_)
