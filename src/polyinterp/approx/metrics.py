@@ -77,5 +77,9 @@ def expected_sq_norm(approximant: Approximant, mixture: GaussianMixture) -> torc
     from polyinterp.approx.gram_operator import GramOperator, inner
 
     g = approximant.to(mixture.device, mixture.dtype).quadratic()
+    if not bool(g.gamma.any()):  # linear: Σ_k w_k [(α + βμ_k)² + β Σ_k βᵀ], no d³ products
+        mean = g.alpha[None, :] + mixture.means @ g.beta.T  # [K, o]
+        var = torch.einsum("od,kde,oe->ko", g.beta, mixture.covs, g.beta)
+        return (mixture.weights[:, None] * (mean * mean + var)).sum(0)
     theta = (g.alpha, g.beta, g.gamma)
     return inner(theta, GramOperator(mixture)(theta))

@@ -8,7 +8,9 @@ from polyinterp.figures.style import COLORS, LABELS
 from polyinterp.io import save_figure
 
 TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ softmax g)"}
-DISTRIBUTIONS = {"mixture": "Gaussian-mixture samples", "test": "MNIST test images"}
+PANELS = {"mixture": "Gaussian mixture", "test": "MNIST test images"}
+# distribution → (panel, drawn as a line with a seed band or as markers)
+DISTRIBUTIONS = {"mixture_exact": ("mixture", "line"), "mixture": ("mixture", "markers"), "test": ("test", "line")}
 
 
 def fvu_figure(*, metrics: str, out: list[str]) -> list[dict]:
@@ -22,33 +24,45 @@ def kl_figure(*, metrics: str, out: list[str]) -> list[dict]:
 
 
 def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
-    """One panel per distribution, one line per approximant: the mean over seeds at each step > 0
-    and the min–max band. Returns the lines drawn: dicts with distribution, approximant, step,
-    mean, min, max (lists) and n_seeds."""
+    """Two panels (the Gaussian mixture, MNIST test images), one line per approximant: the mean over
+    seeds at each step > 0 and the min–max band. On the mixture panel the line is the exact FVU
+    (``mixture_exact``) where the table has it and the Monte-Carlo values are markers; KL has Monte
+    Carlo only, drawn as the line. Returns what was drawn: dicts with distribution, approximant,
+    style (line / markers), step, mean, min, max (lists) and n_seeds."""
     import matplotlib.pyplot as plt
 
     df = pd.read_parquet(metrics_path)
     df = df[(df.metric == metric) & (df.approximant != "mlp")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    panel_axes = dict(zip(PANELS, axes))
+    has_exact = bool((df.distribution == "mixture_exact").any())
     lines = []
-    for ax, (dist, title) in zip(axes, DISTRIBUTIONS.items()):
+    for dist, (panel, kind) in DISTRIBUTIONS.items():
+        if dist == "mixture" and not has_exact:
+            kind = "line"
+        ax = panel_axes[panel]
         for name, group in df[df.distribution == dist].groupby("approximant"):
             stats = group.groupby("step")["value"].agg(["mean", "min", "max"]).reset_index()
             stats = stats[stats.step > 0]  # log axis; step 0 is the untrained network
-            lines.append({"distribution": dist, "approximant": name, "step": stats.step.tolist(),
+            lines.append({"distribution": dist, "approximant": name, "style": kind, "step": stats.step.tolist(),
                           "mean": stats["mean"].tolist(), "min": stats["min"].tolist(), "max": stats["max"].tolist(),
                           "n_seeds": int(group.seed.nunique())})
+            if kind == "markers":
+                ax.plot(stats.step, stats["mean"], "o", mfc="none", ms=4, color=COLORS[name],
+                        label=f"{LABELS[name]}, Monte Carlo")
+                continue
             style = "--" if name == "quadratic_sgd" else "-"
             ax.plot(stats.step, stats["mean"], style, color=COLORS[name], label=LABELS[name], marker=".")
             ax.fill_between(stats.step, stats["min"], stats["max"], color=COLORS[name], alpha=0.2, lw=0)
+    for ax, (panel, title) in zip(axes, PANELS.items()):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("training step")
-        ax.set_title(title)
+        ax.set_title(title + (" (line: exact, markers: Monte Carlo)" if panel == "mixture" and has_exact else ""))
         ax.grid(alpha=0.3, which="both")
     n_seeds = df.seed.nunique()
     axes[0].set_ylabel(TITLES[metric])
-    axes[0].legend()
+    axes[0].legend(fontsize=7)
     fig.suptitle(f"{TITLES[metric]} of the approximants over training (mean and range over {n_seeds} seed(s))")
     save_figure(fig, *out_paths)
     return lines
