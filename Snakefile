@@ -21,6 +21,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/mnist.smk"
 include: "workflow/rules/cubic.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/scorecard.smk"
 
 
 rule all:

@@ -27,7 +27,9 @@ from typing import Callable
 
 from polyinterp.errors import PolyinterpError
 
-STEP_TABLES = ("polyinterp.mnist.steps", "polyinterp.cubic.steps", "polyinterp.figures.steps")
+STEP_TABLES = (
+    "polyinterp.mnist.steps", "polyinterp.cubic.steps", "polyinterp.figures.steps", "polyinterp.steps",
+)
 
 
 def step_table() -> dict[str, str]:
