@@ -53,3 +53,22 @@ def test_one_figure_builds_only_what_it_needs(tmp_path, target, needed, not_need
     assert needed <= set(counts), counts
     assert not (not_needed & set(counts)), counts
     assert not any(rule.startswith("cubic") for rule in counts), counts
+
+
+def test_sgd_baseline_runs_only_at_its_checkpoints(tmp_path):
+    """paper.yaml fits the SGD quadratic at 1024, 16384 and the last step only, for every seed."""
+    proc = run_snakemake(tmp_path, "-n", "-p", configfiles=(PAPER,))
+    seeds, steps = merged(PAPER)
+    enabled = {}
+    for m in re.finditer(r"^Shell command: polyinterp mnist_approximants .*$", proc.stdout, re.M):
+        line = m.group(0)
+        step = int(re.search(r"ckpt/step(\d+)\.pt", line).group(1))
+        seed = int(re.search(r"seed(\d+)/ckpt", line).group(1))
+        enabled[(seed, step)] = '"enabled": true' in line
+    assert len(enabled) == len(seeds) * len(steps)
+    assert {k for k, on in enabled.items() if on} == {(s, t) for s in seeds for t in (1024, 16384, steps[-1])}
+
+
+def test_scorecard_is_part_of_the_default_target(tmp_path):
+    counts = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE,)).stdout)
+    assert counts["scorecard"] == 1

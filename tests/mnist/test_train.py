@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.errors import TrainingError
+from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import load_torch
 from polyinterp.mnist.data import MNIST
 from polyinterp.mnist.schedule import checkpoint_steps
@@ -88,3 +88,18 @@ def test_nan_loss_stops_with_step_number(tmp_path):
     with pytest.raises(TrainingError, match=r"non-finite training loss at step \d+"):
         train_mlp(data, {**PARAMS, "lr": 1e30, "warmup_steps": 0}, seed=0, ckpt_paths={300: tmp_path / "x.pt"})
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_sgd_settings_only_where_the_baseline_runs():
+    from polyinterp.mnist.schedule import sgd_checkpoints, sgd_settings
+
+    steps = [0, 16, 1024, 16384, 65536]
+    assert sgd_checkpoints("all", steps) == steps
+    assert sgd_checkpoints([1024, "last"], steps) == [1024, 65536]
+    with pytest.raises(ConfigError, match="mnist.approx.sgd.checkpoints"):
+        sgd_checkpoints([1000], steps)
+    sgd = {"enabled": True, "checkpoints": [1024], "steps": 10, "batch": 4, "lr": 0.1}
+    assert sgd_settings(sgd, 1024, [1024]) == {"enabled": True, "steps": 10, "batch": 4, "lr": 0.1}
+    # elsewhere (or when off) nothing but the switch: changing lr reruns no job that does not fit SGD
+    assert sgd_settings(sgd, 16, [1024]) == {"enabled": False}
+    assert sgd_settings({**sgd, "enabled": False}, 1024, [1024]) == {"enabled": False}

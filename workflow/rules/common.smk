@@ -6,7 +6,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
 from polyinterp.config import validate_config
-from polyinterp.mnist.schedule import checkpoint_steps, panel_steps, resolve_steps
+from polyinterp.mnist.schedule import checkpoint_steps, panel_steps, resolve_steps, sgd_checkpoints, sgd_settings
 
 validate_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -51,6 +51,9 @@ def previous_approx(wildcards):
     if not config["mnist"]["approx"]["warm_start"] or i == 0:
         return []
     return [mnist_approx(wildcards.seed, MNIST_STEPS[i - 1])]
+
+
+SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNIST_STEPS)
 
 
 ABLATION_STEPS = resolve_steps(

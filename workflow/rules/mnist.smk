@@ -116,7 +116,8 @@ rule mnist_approximants:
         step=step_params(
             "mnist_approximants",
             lambda wc: {
-                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "sgd")},
+                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype")},
+                "sgd": sgd_settings(config["mnist"]["approx"]["sgd"], int(wc.step), SGD_STEPS),
                 "device": DEVICE,
             }
         ),

@@ -38,6 +38,21 @@ def resolve_steps(requested: list, available: list[int], key: str) -> list[int]:
     return out
 
 
+def sgd_checkpoints(requested, available: list[int]) -> list[int]:
+    """The checkpoints that get the SGD baseline: ``"all"`` or a list as for :func:`resolve_steps`."""
+    if requested == "all":
+        return list(available)
+    return resolve_steps(requested, available, "mnist.approx.sgd.checkpoints")
+
+
+def sgd_settings(sgd: dict, step: int, sgd_steps: list[int]) -> dict:
+    """The SGD baseline's parameters for one checkpoint: its settings where it runs, else only
+    ``{"enabled": False}`` (so that changing them reruns nothing where it does not run)."""
+    if not (sgd["enabled"] and step in sgd_steps):
+        return {"enabled": False}
+    return {**{k: v for k, v in sgd.items() if k != "checkpoints"}, "enabled": True}
+
+
 def panel_steps(available: list[int], panels: int) -> list[int]:
     """About ``panels`` checkpoints (step > 0) evenly spread in log-step, first and last included."""
     steps = [s for s in available if s > 0]
