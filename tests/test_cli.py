@@ -60,3 +60,29 @@ def test_every_rule_command_parses_against_its_step(tmp_path):
         required = {n for n, p in signature.items() if p.default is inspect.Parameter.empty}
         assert required <= given <= set(signature), (step, required, given)
     assert seen == set(table), set(table) ^ seen  # every step runs in the DAG, and only steps run
+
+
+class _Files(list):
+    """The part of Snakemake's Namedlist that step_files reads: a list with named entries."""
+
+    def __init__(self, items, names):
+        super().__init__(items)
+        self._names = names
+
+    def keys(self):
+        return list(self._names)
+
+    def __getitem__(self, key):
+        return self._names[key] if isinstance(key, str) else list.__getitem__(self, key)
+
+
+def test_step_files_names_every_file_once():
+    inp = _Files(["a.pt", "b 1.pt", "c.pt"], {"model": "a.pt", "parts": ["b 1.pt", "c.pt"]})
+    out = _Files(["o.pt"], {"out": "o.pt"})
+    assert cli.step_files(None, inp, out) == "--model a.pt --parts 'b 1.pt' c.pt --out o.pt"
+    with pytest.raises(ValueError, match="needs a key"):
+        cli.step_files(None, _Files(["a.pt", "x.pt"], {"model": "a.pt"}), out)
+    with pytest.raises(ValueError, match="'model' is also an input key"):
+        cli.step_files(None, inp, _Files(["o.pt"], {"model": "o.pt"}))
+    # an empty list (e.g. no warm start) is left out
+    assert cli.step_files(None, _Files([], {"warm": []}), out) == "--out o.pt"

@@ -83,7 +83,10 @@ def test_fig5_lines_are_the_attack_table(res, tmp_path):
     assert {(ln["step"], ln["model"]) for ln in lines if ln["directions"] == "svd"} == set(zip(svd.step, svd.model))
     for ln in lines:
         rows = df[(df.step == ln["step"]) & (df.model == ln["model"]) & (df.directions == ln["directions"])]
-        np.testing.assert_allclose(ln["accuracy"], rows.groupby("k").accuracy.mean().to_numpy())
+        by_k = rows.groupby("k").accuracy
+        np.testing.assert_allclose(ln["accuracy"], by_k.mean().to_numpy())
+        np.testing.assert_allclose(ln["min"], by_k.min().to_numpy())
+        np.testing.assert_allclose(ln["max"], by_k.max().to_numpy())
     assert any(ln["directions"] == "random" for ln in lines)
 
 

@@ -67,7 +67,7 @@ def _is_list(annotation) -> bool:
 def step_parser(step: str, func: Callable) -> argparse.ArgumentParser:
     """The argument parser of one step, generated from ``func``'s keyword-only parameters."""
     doc = (inspect.getdoc(func) or "").split("\n\n")[0]
-    parser = argparse.ArgumentParser(prog=f"polyinterp {step}", description=doc)
+    parser = argparse.ArgumentParser(prog=f"polyinterp {step}", description=doc, allow_abbrev=False)
     for name, p in inspect.signature(func).parameters.items():
         if p.kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"step function {func.__qualname__} must take keyword-only arguments; {name!r} is not")
@@ -103,13 +103,21 @@ def step_files(wildcards, input, output) -> str:
     """For the workflow, a rule's ``params: files=step_files``: its named inputs and outputs as
     ``--<key> PATH ...`` (the step function's keyword arguments of the same names; an empty list is
     left out). Snakemake tracks these through the files themselves."""
-    parts = []
-    for files in (input, output):
+    parts, seen = [], set()
+    for kind, files in (("input", input), ("output", output)):
+        named = 0
         for key in files.keys():
+            if key in seen:
+                raise ValueError(f"the {kind} key {key!r} is also an input key; a step takes each name once")
+            seen.add(key)
             value = files[key]
             paths = [value] if isinstance(value, str) else list(value)
+            named += len(paths)
             if paths:
                 parts.append(" ".join([f"--{key}", *(shlex.quote(str(p)) for p in paths)]))
+        if named != len(files):
+            raise ValueError(f"every {kind} file of a step's rule needs a key (the step function's argument name); "
+                             f"{len(files) - named} of {len(files)} have none")
     return " ".join(parts)
 
 

@@ -205,3 +205,7 @@ def test_options_of_another_method_are_refused_by_name(random_model, random_mixt
         quadratic_approximant(model, mix, method="sgd", tol=1e-3)
     with pytest.raises(ApproxInputError, match="unknown method"):
         quadratic_approximant(model, mix, method="newton")
+    with pytest.raises(ApproxInputError, match=r"\['seed'\].*'exact'"):
+        quadratic_approximant(model, mix, method="exact", seed=0)
+    with pytest.raises(ApproxInputError, match=r"\['warm_start'\].*'sgd'"):
+        quadratic_approximant(model, mix, method="sgd", warm_start=quadratic_approximant(model, mix))

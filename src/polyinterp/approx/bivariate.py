@@ -90,7 +90,8 @@ def _near_one(h, k, s_rho):
 def bvn_upper(h: torch.Tensor, k: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     """P(U > h, V > k), (U, V) standard bivariate normal with correlation ``rho`` ∈ [−1, 1]
     (broadcast; float64 gives ~1e-15 absolute accuracy). Infinite h or k are allowed."""
-    h, k, rho = torch.broadcast_tensors(torch.as_tensor(h), torch.as_tensor(k), torch.as_tensor(rho))
+    h, k, rho = torch.broadcast_tensors(*(v if torch.is_tensor(v) else torch.as_tensor(v, dtype=torch.float64)
+                                          for v in (h, k, rho)))
     dtype = h.dtype if h.is_floating_point() else torch.float64
     h, k, rho = h.to(dtype), k.to(dtype), rho.to(dtype).clamp(-1.0, 1.0)
     # large finite stand-ins for ±∞ keep the algebra finite (Φ(±40) is 0/1 to double precision)
@@ -127,9 +128,11 @@ def relu_product_moment(m1, m2, s1, s2, rho) -> torch.Tensor:
     rho = rho.clamp(-1.0, 1.0)
     one = torch.ones_like(s1)
     pos1, pos2 = s1 > 0, s2 > 0
-    a = torch.where(pos1, m1 / torch.where(pos1, s1, one), torch.zeros_like(m1)).clamp(-40.0, 40.0)
-    b = torch.where(pos2, m2 / torch.where(pos2, s2, one), torch.zeros_like(m2)).clamp(-40.0, 40.0)
-    h, k = -a, -b
+    a = torch.where(pos1, m1 / torch.where(pos1, s1, one), torch.zeros_like(m1))
+    b = torch.where(pos2, m2 / torch.where(pos2, s2, one), torch.zeros_like(m2))
+    # Φ, φ and the bivariate CDF saturate beyond ±40: clamped truncation points there only; the
+    # polynomial coefficients a, b below stay exact (a unit with |m|/s ≫ 40 is linear, not clamped)
+    h, k = (-a).clamp(-40.0, 40.0), (-b).clamp(-40.0, 40.0)
     deg = rho.abs() >= 1.0 - 1e-14
     r = torch.where(deg, torch.zeros_like(rho), rho)
     s = torch.sqrt((1.0 - r * r).clamp_min(0.0))
@@ -188,7 +191,8 @@ def _tanh_sinh(step: float = 0.05, half: int = 68) -> tuple[np.ndarray, np.ndarr
 
 def _outer_nodes(bends: list[torch.Tensor]):
     """Nodes t [N, Q] and weights (including ϕ(t)) [N, Q] on [−12, 12], tanh–sinh on each segment
-    between the sorted ``bends`` (each [N]): where φ(a) bends and where the inner expectation does."""
+    between the sorted ``bends`` (each [N]): where φ(a) bends, where the inner expectation does, and
+    the centre of the Gaussian weight."""
     L = _HALF_WIDTH
     pts = torch.sort(torch.stack([b.clamp(-L, L) for b in bends], 1), 1).values
     n = pts.shape[0]
@@ -234,7 +238,7 @@ def _product_chunk(act, mean, cov, glu):
     gb = g[:, 0]
     t_a = torch.where(pos, -mean[:, 0] * inv_sa, torch.zeros_like(sa))
     t_b = torch.where(gb != 0, -mean[:, 1] / torch.where(gb != 0, gb, one), torch.zeros_like(sa))
-    t, w = _outer_nodes([t_a, t_b])  # [N, Q]
+    t, w = _outer_nodes([t_a, t_b, torch.zeros_like(t_a)])  # [N, Q]; 0: the peak of the Gaussian weight
     a = mean[:, 0, None] + sa[:, None] * t
     mu_r = mean[:, 1:, None] + g[:, :, None] * t[:, None, :]  # [N, n−1, Q]
     cov_r = cov[:, 1:, 1:] - g[:, :, None] * g[:, None, :]

@@ -8,7 +8,8 @@ Gram-operator product (:mod:`polyinterp.approx.metrics`); E f² needs the second
 hidden layer, E[h_i h_j] for every pair of hidden units under each component — a bivariate
 Gaussian expectation (:mod:`polyinterp.approx.bivariate`: closed form for ReLU MLPs, quadrature in
 one variable and exact in the others for other activations and GLUs). This is the quantity the
-exact quadratic minimises, so the exact fit's FVU is ≤ that of any other quadratic.
+exact quadratic minimises, so the exact fit's FVU is ≤ that of any other quadratic, up to the
+solver's tolerance.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def _hidden_moments(model, mean: torch.Tensor, cov: torch.Tensor) -> tuple[torch
         rho = (C / (denom[:, None] * denom[None, :])).clamp(-1, 1)
         rho = torch.where(pos[:, None] & pos[None, :], rho, torch.zeros_like(rho))
         rho.diagonal().copy_(torch.where(pos, 1.0, 0.0))
-        if act.name == "relu":
-            ee = relu_product_moment(m[:, None], m[None, :], s[:, None], s[None, :], rho)
+        if act.name == "relu":  # row blocks keep the temporaries of the |ρ| > 0.7 pairs small
+            ee = torch.cat([relu_product_moment(m[i:i + 64, None], m[None, :], s[i:i + 64, None], s[None, :],
+                                                rho[i:i + 64]) for i in range(0, m.shape[0], 64)])
         else:
             h = m.shape[0]
             mean2 = torch.stack(torch.broadcast_tensors(m[:, None], m[None, :]), -1)

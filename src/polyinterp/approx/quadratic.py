@@ -78,6 +78,11 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     the other method is refused by name). ``fit_info`` records method, iterations, residual, seconds.
     """
     opts = _options(method, options)
+    unused = {"sgd": {"plan": plan, "warm_start": warm_start, "warm_start_model": warm_start_model},
+              "exact": {"generator": generator, "seed": seed}}[method]
+    given = sorted(k for k, v in unused.items() if v is not None)
+    if given:
+        raise ApproxInputError(f"argument(s) {given} do not apply to method {method!r}")
     if not isinstance(mixture, GaussianMixture):
         raise ApproxInputError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
     check_model(model, mixture.d, mixture.device)

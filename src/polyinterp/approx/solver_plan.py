@@ -30,7 +30,8 @@ class SolverPlan:
     """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white)) and
     ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
     preconditioned operator (whitened coordinates; k = 0 when none were found or asked for), each of
-    unit norm with true relative residual ≤ 0.05 (checked when the plan was built).
+    unit norm with true relative residual ≤ 0.05 (checked when the plan was built, with the float32
+    products the Lanczos run used).
     ``deflation_info``: what the Lanczos run found: candidates, kept, rejected, and each candidate's
     Ritz value and true relative residual (:func:`~polyinterp.approx.deflation.outlier_eigenvectors`)."""
 
@@ -105,5 +106,5 @@ class SolverPlan:
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
         W = self.whitening
         deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
-        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation,
-                          self.deflation_info)
+        info = dict(self.deflation_info) if self.deflation_info is not None else None
+        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info)

@@ -48,5 +48,5 @@ def load_activations(path) -> dict:
     blob = load_torch(path)
     for split in ("train", "heldout"):
         if split not in blob or "acts" not in blob[split]:
-            raise DataError(f"{path} has no '{split}' activations; rebuild it with cubic-activations.")
+            raise DataError(f"{path} has no '{split}' activations; rebuild it with the cubic_activations rule.")
     return blob

@@ -63,7 +63,7 @@ def load_model(path, device="cpu") -> CubicMLP:
 
     blob = load_torch(path)
     if "state" not in blob or "widths" not in blob:
-        raise DataError(f"{path} is not a cubic model file (no 'state'/'widths'); rebuild it with cubic-train.")
+        raise DataError(f"{path} is not a cubic model file (no 'state'/'widths'); rebuild it with the cubic_train rule.")
     model = CubicMLP(blob["widths"])
     model.load_state_dict(blob["state"])
     return model.to(device).eval()

@@ -274,7 +274,7 @@ def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, cur
     log.info("SAE held-out R² %.5f (target %.3f), L0 %.3f, dead %.3f; regressor rel-MSE %.2e, spliced %.2e",
              ev["r2"], params["r2_target"], ev["l0"], ev["dead_frac"], rel_model, rel_spliced)
     if ev["r2"] < params["r2_target"]:
-        log.warning("SAE R² TARGET NOT MET: held-out R² %.5f < %.3f (raise cubic.fitted.steps)", ev["r2"], params["r2_target"])
+        log.warning("SAE R² TARGET NOT MET: held-out R² %.5f < %.3f (raise cubic.sae.steps)", ev["r2"], params["r2_target"])
     latents_df = pd.DataFrame({
         "seed": seed, "latent": range(fitted.m), "fire_rate": ev["fire_rate"].numpy(),
         "mean_act": ev["mean_act"].numpy(), "dead": (ev["fire_rate"] == 0).numpy(),
@@ -293,5 +293,5 @@ def load_sae(path, device="cpu") -> TopKSAE:
 
     blob = load_torch(path)
     if "state" not in blob or "m" not in blob:
-        raise DataError(f"{path} is not an SAE file; rebuild it with cubic-sae.")
+        raise DataError(f"{path} is not an SAE file; rebuild it with the cubic_sae rule.")
     return TopKSAE.from_state(blob).to(device).eval()

@@ -53,7 +53,8 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
 
 def ablation_accuracy_figure(*, table: str, out: list[str]) -> list[dict]:
     """fig5: one panel per attacked step: test accuracy against k for the MLP and each approximant
-    (SVD directions, mean over seeds) and the MLP under random directions (mean, min–max band).
+    (SVD directions, mean and min–max band over seeds) and the MLP under random directions (mean,
+    min–max band over seeds and draws).
     Returns the lines drawn: step, model, directions, k, accuracy (and min/max for the random line)."""
     import matplotlib.pyplot as plt
 
@@ -63,12 +64,13 @@ def ablation_accuracy_figure(*, table: str, out: list[str]) -> list[dict]:
     fig, axes = plt.subplots(1, len(steps), figsize=(5.5 * len(steps), 4), squeeze=False, sharey=True)
     for ax, step in zip(axes[0], steps):
         at = df[df.step == step]
-        svd = at[at.directions == "svd"].groupby(["model", "k"])["accuracy"].mean().reset_index()
+        svd = at[at.directions == "svd"].groupby(["model", "k"])["accuracy"].agg(["mean", "min", "max"]).reset_index()
         for model, group in svd.groupby("model"):
             style = "--" if model == "quadratic_sgd" else "-"
-            ax.plot(group.k, group.accuracy, style, marker="o", color=COLORS[model], label=LABELS[model])
+            ax.plot(group.k, group["mean"], style, marker="o", color=COLORS[model], label=LABELS[model])
+            ax.fill_between(group.k, group["min"], group["max"], color=COLORS[model], alpha=0.15, lw=0)
             lines.append({"step": int(step), "model": model, "directions": "svd", "k": group.k.tolist(),
-                          "accuracy": group.accuracy.tolist()})
+                          "accuracy": group["mean"].tolist(), "min": group["min"].tolist(), "max": group["max"].tolist()})
         rnd = at[(at.directions == "random") & (at.model == "mlp")].groupby("k")["accuracy"]
         if len(rnd):
             stats = rnd.agg(["mean", "min", "max"]).reset_index()

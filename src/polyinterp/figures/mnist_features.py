@@ -30,7 +30,8 @@ def plot_features(approx_paths, metrics_path, digit: int, out_paths) -> list[dic
     import matplotlib.pyplot as plt
 
     metrics = pd.read_parquet(metrics_path)
-    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == "mixture")]
+    exact = (metrics.distribution == "mixture_exact").any()
+    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == ("mixture_exact" if exact else "mixture"))]
     fig, axes = plt.subplots(2, len(approx_paths), figsize=(1.7 * len(approx_paths), 4.0), squeeze=False)
     drawn = []
     for col, path in enumerate(approx_paths):
