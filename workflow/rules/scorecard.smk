@@ -1,6 +1,6 @@
 # The reproduction scorecard: every claim of the paper and the cubic blog, computed from the tables.
 
-CONFIG_FILES = ", ".join(Path(f).name for f in workflow.configfiles)
+CONFIG_FILES = ", ".join(dict.fromkeys(Path(f).name for f in workflow.configfiles))
 
 
 rule scorecard:
