@@ -42,6 +42,7 @@ def test_shipped_configs_validate(default_config, name):
         (lambda c: c.update(device="gpu"), "device"),
         (lambda c: c.update(seeds=[]), "seeds"),
         (lambda c: c["mnist"]["train"]["checkpoints"].update(per_octave=0), "mnist.train.checkpoints.per_octave"),
+        (lambda c: c["mnist"]["mixture"].update(ridge=0), "mnist.mixture.ridge"),
     ],
 )
 def test_bad_keys_are_named(default_config, mutate, key):
@@ -90,3 +91,9 @@ def test_inner_dtype_choices_are_what_the_library_accepts():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     enum = schema["properties"]["mnist"]["properties"]["approx"]["properties"]["inner_dtype"]["enum"]
     assert sorted(enum) == sorted(INNER_DTYPES)
+
+
+def test_a_number_that_yaml_read_as_text_gets_a_hint(default_config):
+    default_config["mnist"]["train"]["lr"] = "1e-3"  # what YAML 1.1 makes of `lr: 1e-3`
+    with pytest.raises(ConfigError, match=r"config key 'mnist.train.lr'.*write 1\.0e-3"):
+        validate_config(default_config, SCHEMA)

