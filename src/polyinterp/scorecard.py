@@ -191,11 +191,14 @@ def scorecard_markdown(table: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, markdown: str, params: dict) -> None:
+def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, markdown: str) -> None:
     """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables and the
-    cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with
-    ``params['config']``, the config files the run was made with)."""
-    table = scorecard_table(pd.read_parquet(metrics), pd.read_parquet(ablation), pd.read_parquet(cubic))
+    cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with the seeds
+    and the last checkpoint the tables hold)."""
+    m = pd.read_parquet(metrics)
+    table = scorecard_table(m, pd.read_parquet(ablation), pd.read_parquet(cubic))
     save_parquet(table, scorecard)
+    seeds = ", ".join(str(s) for s in sorted(m.seed.unique()))
     with atomic_path(markdown) as tmp:
-        tmp.write_text(scorecard_markdown(table, f"Reproduction scorecard ({params['config']})"))
+        tmp.write_text(scorecard_markdown(table, f"Reproduction scorecard (seeds {seeds}; checkpoints to step "
+                                                 f"{int(m.step.max())})"))

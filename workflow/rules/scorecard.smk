@@ -1,8 +1,5 @@
 # The reproduction scorecard: every claim of the paper and the cubic blog, computed from the tables.
 
-CONFIG_FILES = ", ".join(dict.fromkeys(Path(f).name for f in workflow.configfiles))
-
-
 rule scorecard:
     input:
         metrics=rules.mnist_metrics_all.output.metrics,
@@ -12,10 +9,7 @@ rule scorecard:
         scorecard="results/scorecard.parquet",
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
     params:
-        step=step_params(
-            "scorecard",
-            lambda wc: {"config": f"{CONFIG_FILES}; seeds {SEEDS}; last step {MNIST_STEPS[-1]}"},
-        ),
+        step=step_params("scorecard"),
         files=step_files,
     log:
         log_path("scorecard"),
