@@ -27,30 +27,14 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from polyinterp.approx.activations import get_activation
+from polyinterp.approx.activations import get_activation, normal_cdf, normal_pdf
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.univariate import gaussian_moments
+from polyinterp.approx.univariate import _legendre, gaussian_moments
 
 _RHO_SWITCH = 0.7
 _GL_POINTS = 20
 _HALF_WIDTH = 12.0  # standardised range of the outer variable
-_PANELS = 24  # per side of the bend
-_POINTS = 10
 _SQRT2PI = math.sqrt(2.0 * math.pi)
-
-
-@lru_cache(maxsize=None)
-def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.polynomial.legendre.leggauss(n)
-
-
-def _ndtr(x: torch.Tensor) -> torch.Tensor:
-    """Φ(x), accurate in the left tail (erfc, not 1 + erf)."""
-    return 0.5 * torch.special.erfc(-x / math.sqrt(2.0))
-
-
-def _npdf(x: torch.Tensor) -> torch.Tensor:
-    return torch.exp(-0.5 * x * x) / _SQRT2PI
 
 
 def _plackett(h, k, th_lo, th_hi):
@@ -100,15 +84,15 @@ def bvn_upper(h: torch.Tensor, k: torch.Tensor, rho: torch.Tensor) -> torch.Tens
     out = torch.empty_like(hf)
     # |ρ| ≤ 0.7: from ρ = 0
     hm, km, rm = hf[mid], kf[mid], rho[mid]
-    out[mid] = _ndtr(-hm) * _ndtr(-km) + _plackett(hm, km, torch.zeros_like(rm), torch.asin(rm))
+    out[mid] = normal_cdf(-hm) * normal_cdf(-km) + _plackett(hm, km, torch.zeros_like(rm), torch.asin(rm))
     # ρ > 0.7 (and, for ρ < −0.7, the same with (k, ρ) → (−k, −ρ)): from ρ = 1
     far = ~mid
     hh, kk, rr = hf[far], kf[far], rho[far]
     neg = rr < 0
     k2 = torch.where(neg, -kk, kk)
     s_rho = torch.sqrt((1.0 - rr * rr).clamp_min(0.0))
-    p_hi = _ndtr(-torch.maximum(hh, k2)) - _near_one(hh, k2, s_rho)
-    out[far] = torch.where(neg, _ndtr(-hh) - p_hi, p_hi)
+    p_hi = normal_cdf(-torch.maximum(hh, k2)) - _near_one(hh, k2, s_rho)
+    out[far] = torch.where(neg, normal_cdf(-hh) - p_hi, p_hi)
     return out.clamp(0.0, 1.0)
 
 
@@ -137,13 +121,13 @@ def relu_product_moment(m1, m2, s1, s2, rho) -> torch.Tensor:
     r = torch.where(deg, torch.zeros_like(rho), rho)
     s = torch.sqrt((1.0 - r * r).clamp_min(0.0))
     L = bvn_upper(h, k, r)
-    q1 = _ndtr((r * h - k) / s)  # P(V > k | U = h)
-    q2 = _ndtr((r * k - h) / s)  # P(U > h | V = k)
-    ph, pk = _npdf(h), _npdf(k)
+    q1 = normal_cdf((r * h - k) / s)  # P(V > k | U = h)
+    q2 = normal_cdf((r * k - h) / s)  # P(U > h | V = k)
+    ph, pk = normal_pdf(h), normal_pdf(k)
     eu = ph * q1 + r * pk * q2
     ev = pk * q2 + r * ph * q1
     quad = (h * h - 2 * r * h * k + k * k) / (s * s)
-    euv = r * L + r * h * ph * q1 + r * k * pk * q2 + s / _SQRT2PI * _npdf(torch.sqrt(quad))
+    euv = r * L + r * h * ph * q1 + r * k * pk * q2 + s / _SQRT2PI * normal_pdf(torch.sqrt(quad))
     general = s1 * s2 * (euv + b * eu + a * ev + a * b * L)
     # |ρ| = 1: b = m2 + sign(ρ) s2 U, an expectation over U alone on the interval where both are > 0
     sign = torch.sign(rho)
@@ -172,9 +156,9 @@ def _relu_line_moment(m1, s1, m2, c2) -> torch.Tensor:
     lo, hi = lo.clamp(-40.0, 40.0), hi.clamp(-40.0, 40.0)
     hi = torch.maximum(hi, lo)
     # ∫_lo^hi (m1 + s1 u)(m2 + c2 u) φ(u) du with ∫φ = ΔΦ, ∫uφ = −Δφ, ∫u²φ = ΔΦ − Δ(uφ)
-    P = _ndtr(hi) - _ndtr(lo)
-    M1 = _npdf(lo) - _npdf(hi)
-    M2 = P + lo * _npdf(lo) - hi * _npdf(hi)
+    P = normal_cdf(hi) - normal_cdf(lo)
+    M1 = normal_pdf(lo) - normal_pdf(hi)
+    M2 = P + lo * normal_pdf(lo) - hi * normal_pdf(hi)
     return m1 * m2 * P + (m1 * c2 + m2 * s1) * M1 + s1 * c2 * M2
 
 
