@@ -1,12 +1,26 @@
-"""Seeded MNIST training with schedule-free AdamW and log-spaced eval-mode checkpoints.
+"""Seeded MNIST training and log-spaced eval-mode checkpoints, in one of two recipes.
 
 Batches come from a seeded permutation per epoch (CPU generator, so the batch order is the same
 on every device); a step is a tensor gather, a forward/backward and an optimizer step.
+
+Recipes (config keys ``mnist.train.optimizer`` and ``mnist.train.schedule``):
+
+- ``schedulefree_adamw`` (default; the paper's text): ``schedulefree.AdamWScheduleFree`` with
+  ``lr``, its own linear ``warmup_steps`` and ``weight_decay``; no schedule (``schedule: none``).
+  Checkpoints hold its eval-mode weights (the averaged x sequence, ``optimizer.eval()``).
+- ``adamw`` (the authors' code, EleutherAI/polyapprox): plain ``torch.optim.AdamW`` (torch's
+  default betas and eps) with ``lr`` and ``weight_decay``; the rate of step s (1-based) is
+  ``learning_rate(s, ...)``: ``lr`` × a linear warm-up over ``warmup_steps`` (none when 0) × with
+  ``schedule: cosine_per_epoch`` the cosine factor of ``CosineAnnealingLR(T_max=cosine_epochs,
+  eta_min=0)`` stepped once per epoch (an epoch = n_train // batch_size steps, as EpochBatches drops
+  the last partial batch). The authors use lr 1e-5, weight decay 0.1, batch 32, no warm-up and
+  T_max = 2048 epochs, so the rate barely moves. Checkpoints hold the trained weights themselves.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -24,6 +38,9 @@ from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
 
 log = logging.getLogger(__name__)
 NAN_CHECK_EVERY = 64
+OPTIMIZERS = ("schedulefree_adamw", "adamw")
+SCHEDULES = ("none", "cosine_per_epoch")
+DEFAULTS = {"optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}
 
 
 class EpochBatches:
@@ -44,9 +61,52 @@ class EpochBatches:
         return idx
 
 
+def learning_rate(step: int, *, lr: float, warmup_steps: int, schedule: str, steps_per_epoch: int,
+                  cosine_epochs: int) -> float:
+    """Learning rate of optimizer step ``step`` (1-based) in the ``adamw`` recipe.
+
+    ``lr`` × min(1, step / warmup_steps) (no warm-up when ``warmup_steps`` is 0), and with
+    ``schedule == "cosine_per_epoch"`` × (1 + cos(π·min(e, T)/T)) / 2, where e = (step − 1) //
+    steps_per_epoch is the number of epochs completed before this step and T = ``cosine_epochs``.
+    That is the closed form of ``torch.optim.lr_scheduler.CosineAnnealingLR(T_max=T, eta_min=0)``
+    stepped once at the end of every epoch, except that it is clamped at T (the rate stays 0 after
+    T epochs, where CosineAnnealingLR would rise again).
+    """
+    rate = lr
+    if warmup_steps > 0 and step < warmup_steps:
+        rate = rate * step / warmup_steps
+    if schedule == "cosine_per_epoch":
+        epochs = min((step - 1) // steps_per_epoch, cosine_epochs)
+        rate = rate * (1 + math.cos(math.pi * epochs / cosine_epochs)) / 2
+    elif schedule != "none":
+        raise ConfigError(f"config key 'mnist.train.schedule' is {schedule!r}; use one of {', '.join(SCHEDULES)}.")
+    return rate
+
+
+def recipe(params: dict) -> dict:
+    """``optimizer``, ``schedule`` and ``cosine_epochs`` of ``params`` (defaults where absent), checked."""
+    out = {k: params.get(k, v) for k, v in DEFAULTS.items()}
+    if out["optimizer"] not in OPTIMIZERS:
+        raise ConfigError(f"config key 'mnist.train.optimizer' is {out['optimizer']!r}; use one of {', '.join(OPTIMIZERS)}.")
+    if out["schedule"] not in SCHEDULES:
+        raise ConfigError(f"config key 'mnist.train.schedule' is {out['schedule']!r}; use one of {', '.join(SCHEDULES)}.")
+    if not isinstance(out["cosine_epochs"], int) or out["cosine_epochs"] < 1:
+        raise ConfigError(f"config key 'mnist.train.cosine_epochs' is {out['cosine_epochs']!r}; it must be an integer >= 1.")
+    if out["optimizer"] == "schedulefree_adamw" and out["schedule"] != "none":
+        raise ConfigError(
+            f"config key 'mnist.train.schedule' is {out['schedule']!r} but 'mnist.train.optimizer' is"
+            " 'schedulefree_adamw', which takes no learning-rate schedule (schedule-free replaces it);"
+            " set mnist.train.schedule: none, or mnist.train.optimizer: adamw."
+        )
+    return out
+
+
 def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
-    """Save eval-mode weights (schedule-free's x sequence) with step, seed, loss and accuracy."""
-    optimizer.eval()
+    """Save eval-mode weights (schedule-free's x sequence; AdamW's weights as they are) with step,
+    seed, loss and accuracy."""
+    schedule_free = isinstance(optimizer, schedulefree.AdamWScheduleFree)
+    if schedule_free:
+        optimizer.eval()
     model.eval()
     x_tr, y_tr, x_te, y_te = data_t
     ckpt = {
@@ -57,7 +117,8 @@ def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
         "test_accuracy": accuracy(model, x_te, y_te),
     }
     save_torch(ckpt, path)
-    optimizer.train()
+    if schedule_free:
+        optimizer.train()
     model.train()
     return ckpt
 
@@ -72,18 +133,28 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
     y_te = torch.as_tensor(data.test_labels).to(device)
     data_t = (x_tr, y_tr, x_te, y_te)
     chash = config_hash(params)
+    rec = recipe(params)
+    schedule_free = rec["optimizer"] == "schedulefree_adamw"
 
     torch.manual_seed(seed)
     model = make_mlp(x_tr.shape[1], params["hidden"]).to(device)
-    optimizer = schedulefree.AdamWScheduleFree(
-        model.parameters(), lr=params["lr"], warmup_steps=params["warmup_steps"],
-        weight_decay=params["weight_decay"],
-    )
+    if schedule_free:
+        optimizer = schedulefree.AdamWScheduleFree(
+            model.parameters(), lr=params["lr"], warmup_steps=params["warmup_steps"],
+            weight_decay=params["weight_decay"],
+        )
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=params["lr"], weight_decay=params["weight_decay"])
     batches = EpochBatches(len(x_tr), params["batch_size"], torch.Generator().manual_seed(seed))
+    schedule_kw = dict(lr=params["lr"], warmup_steps=params["warmup_steps"], schedule=rec["schedule"],
+                       steps_per_epoch=batches.n // batches.batch_size, cosine_epochs=rec["cosine_epochs"])
     total = max(ckpt_paths)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
-    optimizer.train()
+    if schedule_free:
+        optimizer.train()
+    log.info("optimizer %s, schedule %s, %d steps per epoch", rec["optimizer"], rec["schedule"],
+             schedule_kw["steps_per_epoch"])
     metas = []
     if 0 in ckpt_paths:
         metas.append(_checkpoint(model, optimizer, 0, seed, chash, spec, data_t, ckpt_paths[0]))
@@ -95,6 +166,10 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
         loss = loss_fn(model(x_tr[idx]), y_tr[idx])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if not schedule_free:
+            rate = learning_rate(step, **schedule_kw)
+            for group in optimizer.param_groups:
+                group["lr"] = rate
         optimizer.step()
         window[(step - 1) % NAN_CHECK_EVERY] = loss.detach()
         if step % NAN_CHECK_EVERY == 0 or step == total or step in ckpt_paths:
