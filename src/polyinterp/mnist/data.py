@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from polyinterp.errors import DataError
-from polyinterp.io import save_npz
+from polyinterp.io import save_npz, unreadable
 
 log = logging.getLogger(__name__)
 
@@ -230,11 +230,15 @@ def load_mnist(path: str | Path, counts: tuple[int, int] = (N_TRAIN, N_TEST)) ->
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path} does not exist; build it with `snakemake {path}`.")
-    with np.load(path) as z:
-        return MNIST(
-            train_images=z["train_images"], train_labels=z["train_labels"],
-            test_images=z["test_images"], test_labels=z["test_labels"], source=str(z["source"]),
-        ).check(str(path), counts)
+    try:
+        with np.load(path) as z:
+            mnist = MNIST(
+                train_images=z["train_images"], train_labels=z["train_labels"],
+                test_images=z["test_images"], test_labels=z["test_labels"], source=str(z["source"]),
+            )
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as exc:  # truncated or not ours
+        raise unreadable(path, exc) from exc
+    return mnist.check(str(path), counts)
 
 
 def data_step(*, data: str, params: dict) -> None:

@@ -1,0 +1,255 @@
+"""polyinterp.io: unreadable intermediates name the file, the rule that wrote it and the fix;
+a full disk while writing says so and leaves the destination untouched."""
+
+from __future__ import annotations
+
+import base64
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from polyinterp import io
+from polyinterp.errors import DataError
+from polyinterp.io import load_parquet, load_torch, save_npz, save_parquet, save_torch, writer_rule
+
+
+def fake_metadata(workdir: Path, path: str, rule: str) -> None:
+    """What Snakemake leaves in ``.snakemake/metadata`` for an output ``path`` (relative to workdir)."""
+    meta = workdir / ".snakemake" / "metadata"
+    meta.mkdir(parents=True, exist_ok=True)
+    (meta / base64.urlsafe_b64encode(path.encode()).decode()).write_text(json.dumps({"rule": rule, "incomplete": False}))
+
+
+def write(kind: str, path: Path) -> None:
+    if kind == "pt":
+        save_torch({"weights": torch.randn(64, 32), "step": 3}, path)
+    else:
+        save_parquet(pd.DataFrame({"step": range(200), "value": np.linspace(0, 1, 200)}), path)
+
+
+LOAD = {"pt": load_torch, "parquet": load_parquet}
+
+
+@pytest.mark.parametrize("kind", ["pt", "parquet"])
+def test_truncated_file_names_file_rule_and_fix(kind, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rel = f"results/mnist/seed0/thing.{kind}"
+    write(kind, Path(rel))
+    LOAD[kind](rel)  # readable before the damage
+    os.truncate(rel, os.path.getsize(rel) // 2)
+    fake_metadata(tmp_path, rel, "mnist_thing")
+    with pytest.raises(DataError) as ei:
+        LOAD[kind](rel)
+    msg = str(ei.value)
+    assert rel in msg
+    assert "rule mnist_thing" in msg
+    assert "delete it and rerun, or `snakemake --forcerun mnist_thing`" in msg
+    assert ei.value.__cause__ is not None  # the original error is kept in the chain
+    assert type(ei.value.__cause__).__name__ in msg
+
+
+@pytest.mark.parametrize("kind", ["pt", "parquet"])
+def test_absolute_path_finds_the_rule_too(kind, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rel = f"results/x.{kind}"
+    write(kind, Path(rel))
+    os.truncate(rel, 10)
+    fake_metadata(tmp_path, rel, "some_rule")
+    with pytest.raises(DataError, match="--forcerun some_rule"):
+        LOAD[kind](tmp_path / rel)
+
+
+@pytest.mark.parametrize("kind", ["pt", "parquet"])
+@pytest.mark.parametrize("content", [b"", b"garbage" * 40, b"PK\x03\x04" + b"\0" * 100])
+def test_garbage_without_metadata_says_the_rule_that_builds_it(kind, content, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / f"bad.{kind}"
+    path.write_bytes(content)
+    with pytest.raises(DataError) as ei:
+        LOAD[kind](path)
+    msg = str(ei.value)
+    assert str(path) in msg
+    assert "the rule that builds it" in msg
+    assert "delete it and rerun" in msg and "--forcerun" in msg
+    assert ei.value.__cause__ is not None
+
+
+@pytest.mark.parametrize("kind", ["pt", "parquet"])
+def test_missing_file_is_a_data_error(kind, tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        LOAD[kind](tmp_path / f"absent.{kind}")
+
+
+def test_load_parquet_passes_keywords(tmp_path):
+    path = tmp_path / "t.parquet"
+    write("parquet", path)
+    assert list(load_parquet(path, columns=["value"]).columns) == ["value"]
+
+
+def test_writer_rule_never_raises(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert writer_rule("results/none.pt") is None  # no .snakemake at all
+    meta = tmp_path / ".snakemake" / "metadata"
+    meta.mkdir(parents=True)
+    (meta / base64.urlsafe_b64encode(b"results/bad.pt").decode()).write_text("{not json")
+    assert writer_rule("results/bad.pt") is None
+    (meta / base64.urlsafe_b64encode(b"results/list.pt").decode()).write_text("[1, 2]")
+    assert writer_rule("results/list.pt") is None
+    assert writer_rule("\0odd") is None
+    fake_metadata(tmp_path, "results/ok.pt", "mnist_ok")
+    assert writer_rule("results/ok.pt") == "mnist_ok"
+    assert writer_rule("./results/../results/ok.pt") == "mnist_ok"
+    assert writer_rule(tmp_path / "results" / "ok.pt") == "mnist_ok"
+
+
+def test_writer_rule_matches_snakemake_metadata(tmp_path, monkeypatch):
+    """The lookup reads what the installed Snakemake really writes, long (split) names included."""
+    long = "out/" + "d" * 120 + "/" + "e" * 120 + ".pt"  # base64 longer than one file name
+    (tmp_path / "Snakefile").write_text(
+        "rule all:\n    input: 'out/short.txt', " + repr(long) + "\n"
+        "rule short:\n    output: 'out/short.txt'\n    shell: 'echo ok > {output}'\n"
+        "rule long_one:\n    output: " + repr(long) + "\n    shell: 'echo ok > {output}'\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--workflow-profile", "none", "-q"],
+        cwd=tmp_path, check=True, capture_output=True, timeout=300,
+    )
+    monkeypatch.chdir(tmp_path)
+    assert writer_rule("out/short.txt") == "short"
+    assert writer_rule(long) == "long_one"
+
+
+SMOKE_RUN = Path("/work/smoke_new")
+
+
+@pytest.mark.skipif(not (SMOKE_RUN / ".snakemake" / "metadata").is_dir(), reason="no finished smoke run here")
+def test_writer_rule_on_a_real_run(monkeypatch):
+    monkeypatch.chdir(SMOKE_RUN)
+    assert writer_rule("results/mnist/mixture.pt") == "mnist_mixture"
+
+
+# ---- full disk -------------------------------------------------------------------------------
+
+def left_over(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+@pytest.mark.parametrize("code, words", [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")])
+def test_full_disk_while_writing_parquet(code, words, tmp_path, monkeypatch):
+    dest = tmp_path / "results" / "t.parquet"
+    write("parquet", dest)
+    before = dest.read_bytes()
+
+    def full(self, *a, **k):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    with pytest.raises(DataError) as ei:
+        save_parquet(pd.DataFrame({"a": [1]}), dest)
+    msg = str(ei.value)
+    assert f"{words} while writing {dest}" in msg
+    assert "free on its filesystem" in msg and "point results/ elsewhere" in msg
+    assert isinstance(ei.value.__cause__, OSError)
+    assert dest.read_bytes() == before  # destination untouched
+    assert left_over(dest.parent) == []  # temp file removed
+
+
+def test_full_disk_inside_torch_save(tmp_path, monkeypatch):
+    """torch.save wraps the OSError of its file object in RuntimeError('unexpected pos ...')."""
+    dest = tmp_path / "m.pt"
+
+    def full(obj, fh, *a, **k):
+        fh.write(b"PK partial")
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError:
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 5248 vs 5152")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(DataError, match=f"no space left on device while writing {dest}"):
+        save_torch({"a": 1}, dest)
+    assert not dest.exists() and left_over(tmp_path) == []
+
+
+def test_unexpected_pos_on_a_full_filesystem(tmp_path, monkeypatch):
+    """Without the OSError in the chain (torch.save to a path), a filesystem with no room left decides."""
+    dest = tmp_path / "m.pt"
+
+    def full(obj, fh, *a, **k):
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+
+    monkeypatch.setattr(torch, "save", full)
+    monkeypatch.setattr(io.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(65536, 65536, 0))
+    with pytest.raises(DataError, match="no space left on device while writing"):
+        save_torch({"a": 1}, dest)
+
+
+def test_other_write_errors_pass_through(tmp_path, monkeypatch):
+    dest = tmp_path / "t.parquet"
+
+    def denied(self, *a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", denied)
+    with pytest.raises(PermissionError):
+        save_parquet(pd.DataFrame({"a": [1]}), dest)
+    assert left_over(tmp_path) == [] and not dest.exists()
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 64 KiB tmpfs (needs root and a kernel that allows it); skipped where it cannot be mounted."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    try:
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip() or proc.returncode}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("kind", ["pt", "parquet", "npz"])
+def test_full_tmpfs(kind, tiny_fs):
+    dest = tiny_fs / "results" / f"big.{kind}"
+    dest.parent.mkdir()
+    dest.write_bytes(b"old")
+    big = np.random.default_rng(0).standard_normal(40_000)  # 320 kB, five times the filesystem
+    with pytest.raises(DataError) as ei:
+        if kind == "pt":
+            save_torch({"a": torch.from_numpy(big)}, dest)
+        elif kind == "parquet":
+            save_parquet(pd.DataFrame({"a": big}), dest)
+        else:
+            save_npz(dest, a=big)
+    msg = str(ei.value)
+    assert f"no space left on device while writing {dest}" in msg
+    assert "free on its filesystem" in msg
+    assert dest.read_bytes() == b"old"
+    assert left_over(dest.parent) == []
+
+
+@pytest.mark.parametrize("size", [0, 100, None])
+def test_truncated_mnist_npz(size, tmp_path, monkeypatch):
+    from polyinterp.mnist.data import load_mnist
+
+    monkeypatch.chdir(tmp_path)
+    rel = "results/data/mnist.npz"
+    save_npz(rel, train_images=np.zeros((2, 28, 28), np.uint8), source=np.array("idx"))
+    os.truncate(rel, os.path.getsize(rel) // 2 if size is None else size)
+    fake_metadata(tmp_path, rel, "mnist_data")
+    with pytest.raises(DataError, match=r"results/data/mnist.npz cannot be read .*--forcerun mnist_data"):
+        load_mnist(rel)
