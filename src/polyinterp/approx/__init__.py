@@ -10,6 +10,8 @@ no file I/O. Public contract::
 from polyinterp.approx.activations import ACTIVATIONS, Activation, get_activation
 from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.errors import ApproxConvergenceError, ApproxInputError
+from polyinterp.approx.features import (FeatureSummary, QuadraticFeatures, direction_variance_share, feature_summary,
+                                        linear_pattern, psd_sqrt, top_eigenpair, whitened_quadratic_features)
 from polyinterp.approx.linear import linear_approximant, solve_covariance
 from polyinterp.approx.metrics import expected_inner, expected_sq_norm, fidelity, fvu, kl_divergence
 from polyinterp.approx.mixture import GaussianMixture
@@ -20,8 +22,10 @@ from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.univariate import derivative_expectations, gaussian_moments, hermite_moments
 
 __all__ = [
-    "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "ExactOptions", "GLU",
-    "GaussianMixture", "MLP", "SGDOptions", "SolverPlan", "derivative_expectations", "expected_inner", "expected_sq_norm", "fidelity", "fvu",
-    "gaussian_moments", "get_activation", "hermite_moments", "kl_divergence", "linear_approximant",
-    "quadratic_approximant", "quadratic_gaussian", "solve_covariance",
+    "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "ExactOptions",
+    "FeatureSummary", "GLU", "GaussianMixture", "MLP", "QuadraticFeatures", "SGDOptions", "SolverPlan",
+    "derivative_expectations", "direction_variance_share", "expected_inner", "expected_sq_norm", "feature_summary",
+    "fidelity", "fvu", "gaussian_moments", "get_activation", "hermite_moments", "kl_divergence", "linear_approximant",
+    "linear_pattern", "psd_sqrt", "quadratic_approximant", "quadratic_gaussian", "solve_covariance", "top_eigenpair",
+    "whitened_quadratic_features",
 ]

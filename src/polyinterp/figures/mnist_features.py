@@ -1,5 +1,6 @@
-"""fig1: for one digit, the linear coefficient image and the top eigenvector of the quadratic
-interaction matrix at checkpoints across training, each annotated with its FVU."""
+"""fig1: for one digit, at checkpoints across training, what drives the output under the data beside
+the raw coefficients: the mixture fit's linear filter and pattern, the raw and the whitened top
+feature of its quadratic matrix Γ, and the N(0, I) fit's β and top eigenvector of Γ (the paper's)."""
 
 from __future__ import annotations
 
@@ -8,54 +9,109 @@ import math
 import pandas as pd
 import torch
 
-from polyinterp.io import load_torch, save_figure
+from polyinterp.approx import MLP, feature_summary, psd_sqrt, quadratic_gaussian, top_eigenpair
+from polyinterp.errors import DataError
+from polyinterp.io import load_parquet, load_torch, save_figure
+from polyinterp.mnist.approximants import load_gaussian_mixture
+from polyinterp.mnist.model import load_mlp
+
+# (row key in the returned data, row label on the left of the figure), top to bottom
+ROWS = (
+    ("mixture_beta", "mixture β\n(filter)"),
+    ("mixture_linear_pattern", "mixture Σβ\n(pattern)"),
+    ("mixture_gamma_raw", "mixture Γ\nraw top eigvec"),
+    ("mixture_gamma_whitened", "mixture Γ\nwhitened top\nΣ½v"),
+    ("gaussian_beta", "N(0, I) β"),
+    ("gaussian_gamma", "N(0, I) Γ\ntop eigvec"),
+)
 
 
-def top_eigenvector(gamma: torch.Tensor) -> tuple[float, torch.Tensor]:
-    """Eigenpair of the symmetric matrix with the largest |eigenvalue| (sign: positive mass)."""
-    vals, vecs = torch.linalg.eigh(gamma.to(torch.float64))
-    i = int(vals.abs().argmax())
-    v = vecs[:, i]
-    return float(vals[i]), v * (1 if v.sum() >= 0 else -1)
+def features_figure(*, approx: list[str], ckpt: list[str], mixture: str, metrics: str, out: list[str],
+                    params: dict) -> list[dict]:
+    """fig1: for digit ``params['digit']``, one column per checkpoint (``approx`` and ``ckpt``, the same
+    (seed, step)s in the same order) and six rows: (a) the mixture fit's linear filter β, titled with
+    its mixture FVU from ``metrics``; (b) its pattern Σβ (Σ: the total covariance of ``mixture``),
+    titled with βᵀΣβ; (c) the top raw eigenvector of the mixture Γ, titled with the quadratic FVU, λ
+    and the share of the quadratic term's data variance that its coordinate explains (kept to show
+    the ridge artifact: near-constant pixels); (d) the top whitened feature Σ^{1/2}v of Σ^{1/2}ΓΣ^{1/2},
+    with λ and its variance share; (e), (f) β and the top eigenvector of Γ of the checkpoint's MLP fit
+    under N(0, I) (preprocessed coordinates), (f) with λ and its share under N(0, I).
+
+    Returns one dict per panel: digit, seed, step, row (a key of :data:`ROWS`), and where the row has
+    them eigval, variance_share, fvu, variance (βᵀΣβ for (b), βᵀβ for (e))."""
+    if len(approx) != len(ckpt):
+        raise DataError(f"fig1_features needs one ckpt per approx file, got {len(approx)} approx and {len(ckpt)} ckpt")
+    return plot_features(approx, ckpt, mixture, metrics, int(params["digit"]), out)
 
 
-def features_figure(*, approx: list[str], metrics: str, out: list[str], params: dict) -> list[dict]:
-    """fig1: for digit ``params['digit']``, one column per ``approx`` file (checkpoints across
-    training): the linear coefficient image and the top eigenvector of the quadratic matrix, each
-    titled with its mixture FVU from ``metrics``. Returns the panels drawn (step, row, fvu, eigval)."""
-    return plot_features(approx, metrics, int(params["digit"]), out)
+def _fvu_table(metrics_path) -> pd.DataFrame:
+    metrics = load_parquet(metrics_path)
+    exact = (metrics.distribution == "mixture_exact").any()
+    return metrics[(metrics.metric == "fvu") & (metrics.distribution == ("mixture_exact" if exact else "mixture"))]
 
 
-def plot_features(approx_paths, metrics_path, digit: int, out_paths) -> list[dict]:
+def _column(saved: dict, ck: dict, digit: int, cov: torch.Tensor, cov_sqrt: torch.Tensor, fvu: pd.Series,
+            approx_path, ckpt_path) -> list[tuple[dict, torch.Tensor, str]]:
+    """The six panels of one checkpoint: (data, image, title) per row of :data:`ROWS`."""
+    seed, step = int(saved["seed"]), int(saved["step"])
+    if (int(ck["seed"]), int(ck["step"])) != (seed, step):
+        raise DataError(f"{ckpt_path} is seed {ck['seed']} step {ck['step']} but {approx_path} is seed {seed} "
+                        f"step {step}: pass the checkpoints of the approx files, in the same order")
+    s = feature_summary(saved["quadratic"]["gamma"][digit], saved["linear"]["beta"][digit], cov, cov_sqrt=cov_sqrt)
+    w = s.whitened
+    mlp = MLP.from_module(load_mlp(ck, "cpu").to(torch.float64))
+    d = cov.shape[0]
+    std = quadratic_gaussian(mlp, torch.zeros(d, dtype=torch.float64), torch.eye(d, dtype=torch.float64))
+    g_beta, g_gamma = std.beta[digit], std.gamma[digit]
+    g_lam, g_vec = top_eigenpair(g_gamma)
+    g_share = g_lam ** 2 / float(g_gamma.square().sum()) if float(g_gamma.abs().max()) > 0 else 0.0
+    fvu_lin, fvu_quad = float(fvu.get("linear", float("nan"))), float(fvu.get("quadratic", float("nan")))
+    lam_w, share_w = float(w.eigvals[0]), float(w.variance_share[0])
+    g_var = float(g_beta @ g_beta)
+    base = {"digit": digit, "seed": seed, "step": step}
+    panels = [
+        ({"fvu": fvu_lin}, s.beta, f"step {step}\nFVU {fvu_lin:.3f}"),
+        ({"variance": s.linear_variance}, s.linear_pattern, f"βᵀΣβ {s.linear_variance:.2g}"),
+        ({"fvu": fvu_quad, "eigval": s.raw_eigval, "variance_share": s.raw_variance_share}, s.raw_eigvec,
+         f"FVU {fvu_quad:.3f}\nλ {s.raw_eigval:.2g}, share {s.raw_variance_share:.1g}"),
+        ({"eigval": lam_w, "variance_share": share_w}, w.patterns[0], f"λ {lam_w:.2g}, share {share_w:.2f}"),
+        ({"variance": g_var}, g_beta, f"βᵀβ {g_var:.2g}"),
+        ({"eigval": g_lam, "variance_share": g_share}, g_vec, f"λ {g_lam:.2g}, share {g_share:.2f}"),
+    ]
+    return [({**base, "row": key, **extra}, img, title) for (key, _), (extra, img, title) in zip(ROWS, panels)]
+
+
+def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: int, out_paths) -> list[dict]:
     import matplotlib.pyplot as plt
 
-    metrics = pd.read_parquet(metrics_path)
-    exact = (metrics.distribution == "mixture_exact").any()
-    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == ("mixture_exact" if exact else "mixture"))]
-    fig, axes = plt.subplots(2, len(approx_paths), figsize=(1.7 * len(approx_paths), 4.0), squeeze=False)
-    drawn = []
-    for col, path in enumerate(approx_paths):
-        saved = load_torch(path)
-        seed, step = saved["seed"], saved["step"]
-        beta = saved["linear"]["beta"][digit]
-        side = int(math.isqrt(beta.numel()))
-        eigval, eigvec = top_eigenvector(saved["quadratic"]["gamma"][digit])
-        at = fvu[(fvu.seed == seed) & (fvu.step == step)].set_index("approximant")["value"]
-        panels = [(beta, f"step {step}\nFVU {at.get('linear', float('nan')):.3f}"),
-                  (eigvec, f"FVU {at.get('quadratic', float('nan')):.3f} λ={eigval:.2g}")]
-        drawn += [{"digit": digit, "seed": int(seed), "step": int(step), "row": "linear",
-                   "fvu": float(at.get("linear", float("nan")))},
-                  {"digit": digit, "seed": int(seed), "step": int(step), "row": "quadratic_top_eigenvector",
-                   "fvu": float(at.get("quadratic", float("nan"))), "eigval": eigval}]
-        for row, (img, title) in enumerate(panels):
+    fvu = _fvu_table(metrics_path)
+    mix_saved = load_torch(mixture_path)
+    cov = load_gaussian_mixture(mix_saved, torch.device("cpu")).total_cov()
+    cov_sqrt = psd_sqrt(cov)
+    side = int(math.isqrt(cov.shape[0]))
+    ncol = len(approx_paths)
+    fig, axes = plt.subplots(len(ROWS), ncol, figsize=(0.9 + 1.6 * ncol, 1.75 * len(ROWS)), squeeze=False)
+    drawn, seed = [], None
+    for col, (apath, cpath) in enumerate(zip(approx_paths, ckpt_paths)):
+        saved, ck = load_torch(apath), load_torch(cpath)
+        if saved.get("preprocess") != mix_saved.get("preprocess"):
+            raise DataError(f"{apath} was fitted in preprocessing {saved.get('preprocess')} but {mixture_path} is in "
+                            f"{mix_saved.get('preprocess')}: rebuild both from one config")
+        seed = int(saved["seed"])
+        at = fvu[(fvu.seed == seed) & (fvu.step == int(saved["step"]))].set_index("approximant")["value"]
+        for row, (data, img, title) in enumerate(_column(saved, ck, digit, cov, cov_sqrt, at, apath, cpath)):
+            drawn.append(data)
             ax = axes[row, col]
+            img = img.detach().to(torch.float64).cpu()
             lim = float(img.abs().max()) or 1.0
             ax.imshow(img.reshape(side, side).numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim)
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(title, fontsize=7)
-    axes[0, 0].set_ylabel("linear β", fontsize=8)
-    axes[1, 0].set_ylabel("top eigvec of Γ", fontsize=8)
-    fig.suptitle(f"digit {digit}: linear coefficients and top quadratic eigenvector over training (seed {seed})", fontsize=9)
+            ax.set_title(title, fontsize=6.5)
+    for row, (_, label) in enumerate(ROWS):
+        axes[row, 0].set_ylabel(label, fontsize=7)
+    fig.suptitle(f"digit {digit} over training (seed {seed}): filters beside patterns under the data "
+                 f"(mixture fit: Σ = total covariance; share = fraction of the quadratic term's variance)", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     save_figure(fig, *out_paths)
     return drawn
