@@ -25,7 +25,14 @@ def default_config():
     return yaml.safe_load((REPO / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["smoke", "paper"])
+SHIPPED = sorted(p.stem for p in (REPO / "workflow/configs").glob("*.yaml"))
+
+
+def test_the_shipped_overlays_are_all_checked():
+    assert {"smoke", "paper", "authors_code"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_validate(default_config, name):
     validate_config(default_config, SCHEMA)
     validate_config(deep_merge(default_config, yaml.safe_load((REPO / "workflow/configs" / f"{name}.yaml").read_text())), SCHEMA)
@@ -43,6 +50,17 @@ def test_shipped_configs_validate(default_config, name):
         (lambda c: c.update(seeds=[]), "seeds"),
         (lambda c: c["mnist"]["train"]["checkpoints"].update(per_octave=0), "mnist.train.checkpoints.per_octave"),
         (lambda c: c["mnist"]["mixture"].update(ridge=0), "mnist.mixture.ridge"),
+        (lambda c: c["mnist"]["ablation"].update(bases=["mixture", "whitened"]), "mnist.ablation.bases.1"),
+        (lambda c: c["mnist"]["ablation"].update(bases=["mixture", "mixture"]), "mnist.ablation.bases"),
+        (lambda c: c["mnist"]["ablation"].update(steps="every"), "mnist.ablation.steps"),
+        (lambda c: c["mnist"]["ablation"].update(figure_steps=["first"]), "mnist.ablation.figure_steps.0"),
+        (lambda c: c["mnist"]["ablation"].update(accuracy_level=0), "mnist.ablation.accuracy_level"),
+        (lambda c: c["mnist"]["train"].update(optimizer="sgd"), "mnist.train.optimizer"),
+        (lambda c: c["mnist"]["train"].update(schedule="cosine"), "mnist.train.schedule"),
+        (lambda c: c["mnist"]["train"].update(cosine_epochs=0), "mnist.train.cosine_epochs"),
+        # schedule-free AdamW takes no schedule
+        (lambda c: c["mnist"]["train"].update(optimizer="schedulefree_adamw", schedule="cosine_per_epoch"),
+         "mnist.train.schedule"),
     ],
 )
 def test_bad_keys_are_named(default_config, mutate, key):
@@ -96,4 +114,10 @@ def test_inner_dtype_choices_are_what_the_library_accepts():
 def test_a_number_that_yaml_read_as_text_gets_a_hint(default_config):
     default_config["mnist"]["train"]["lr"] = "1e-3"  # what YAML 1.1 makes of `lr: 1e-3`
     with pytest.raises(ConfigError, match=r"config key 'mnist.train.lr'.*write 1\.0e-3"):
+        validate_config(default_config, SCHEMA)
+
+
+def test_an_unknown_attack_basis_is_refused_by_name(default_config):
+    default_config["mnist"]["ablation"]["bases"] = ["mixture", "whitened"]
+    with pytest.raises(ConfigError, match=r"'mnist.ablation.bases.1'.*whitened"):
         validate_config(default_config, SCHEMA)

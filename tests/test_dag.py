@@ -25,6 +25,15 @@ def merged(path):
     return base["seeds"], checkpoint_steps(**ck)
 
 
+def ablation_steps(path, steps):
+    """The attacked steps of a config: mnist.ablation.steps, "all" (the default) or a list."""
+    base = yaml.safe_load((REPO / "config.yaml").read_text())["mnist"]["ablation"]["steps"]
+    want = (yaml.safe_load(path.read_text()) if path else {}).get("mnist", {}).get("ablation", {}).get("steps", base)
+    if want == "all":
+        return steps
+    return sorted({steps[-1] if s == "last" else s for s in want})
+
+
 @pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
 def test_dry_run_lists_every_job(tmp_path, configfile):
     proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(configfile,) if configfile else ())
@@ -34,8 +43,9 @@ def test_dry_run_lists_every_job(tmp_path, configfile):
     assert counts["mnist_train"] == len(seeds)
     assert counts["mnist_approximants"] == len(seeds) * len(steps)
     assert counts["mnist_metrics"] == len(seeds) * len(steps)
-    for rule in ("mnist_metrics_all", "mnist_svd_ablation", "fig1_features", "fig2_fvu", "fig3_kl",
-                 "fig4_ablated_digits", "fig5_ablation_accuracy"):
+    assert counts["mnist_svd_ablation"] == len(seeds) * len(ablation_steps(configfile, steps))
+    for rule in ("mnist_metrics_all", "mnist_svd_ablation_all", "fig1_features", "fig2_fvu", "fig3_kl",
+                 "fig4_ablated_digits", "fig5_ablation_accuracy", "fig6_attack_strength"):
         assert counts[rule] == 1, rule
 
 
@@ -44,6 +54,7 @@ def test_dry_run_lists_every_job(tmp_path, configfile):
     [
         ("results/figures/fig2.pdf", {"mnist_metrics", "mnist_approximants", "fig2_fvu"}, {"mnist_svd_ablation", "fig3_kl"}),
         ("results/figures/fig5.pdf", {"mnist_svd_ablation", "fig5_ablation_accuracy"}, {"mnist_metrics", "fig4_ablated_digits"}),
+        ("fig6", {"mnist_svd_ablation", "mnist_svd_ablation_all", "fig6_attack_strength"}, {"mnist_metrics", "fig5_ablation_accuracy"}),
         ("fig4", {"mnist_svd_ablation", "fig4_ablated_digits"}, {"mnist_metrics_all", "fig5_ablation_accuracy"}),
     ],
 )

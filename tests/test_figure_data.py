@@ -42,19 +42,87 @@ def test_metric_curves_draw_one_line_per_approximant_and_distribution(res, tmp_p
     assert (tmp_path / f"{metric}.png").stat().st_size > 5000
 
 
+def _relu_mlp_gaussian_fit(ckpt: dict, digit: int):
+    """β and Γ of the ReLU MLP's least-squares quadratic under N(0, I), by the per-unit closed form
+    (independent of the Stein route): pre-activation y_j = w_jᵀx + b_j ~ N(b_j, ‖w_j‖²),
+    β = Σ_j a_j Φ(b_j/‖w_j‖) w_j, Γ = ½ Σ_j a_j φ(b_j/‖w_j‖)/‖w_j‖ w_j w_jᵀ (a = the digit's W2 row)."""
+    from polyinterp.mnist.model import load_mlp
+
+    layers = [m for m in load_mlp(ckpt, "cpu").double().children() if isinstance(m, torch.nn.Linear)]
+    W, b, a = layers[0].weight.detach(), layers[0].bias.detach(), layers[1].weight.detach()[digit]
+    norm = W.norm(dim=1)
+    t = b / norm
+    normal = torch.distributions.Normal(torch.zeros((), dtype=torch.float64), torch.ones((), dtype=torch.float64))
+    beta = (a * normal.cdf(t)) @ W
+    gamma = 0.5 * (W.T * (a * normal.log_prob(t).exp() / norm)) @ W
+    return beta, gamma
+
+
 def test_fig1_shows_the_configured_digit_at_each_checkpoint(res, tmp_path):
     approx = sorted((res / "mnist/seed0/approx").glob("step*.pt"), key=lambda p: int(p.stem[4:]))[-3:]
-    panels = mnist_features.features_figure(approx=[str(p) for p in approx], metrics=str(res / "mnist/metrics.parquet"),
+    steps = [int(p.stem[4:]) for p in approx]
+    ckpt = [res / f"mnist/seed0/ckpt/step{s}.pt" for s in steps]
+    panels = mnist_features.features_figure(approx=[str(p) for p in approx], ckpt=[str(p) for p in ckpt],
+                                            mixture=str(res / "mnist/mixture.pt"),
+                                            metrics=str(res / "mnist/metrics.parquet"),
                                             out=_out(tmp_path, "fig1"), params={"digit": 7})
-    assert [p["step"] for p in panels if p["row"] == "linear"] == [int(p.stem[4:]) for p in approx]
+    rows = [key for key, _ in mnist_features.ROWS]
+    assert [(p["step"], p["row"]) for p in panels] == [(s, r) for s in steps for r in rows]
     assert {p["digit"] for p in panels} == {7}
-    for p in (p for p in panels if p["row"] == "quadratic_top_eigenvector"):
-        gamma = torch.load(res / f"mnist/seed0/approx/step{p['step']}.pt", weights_only=False)["quadratic"]["gamma"][7]
-        vals = torch.linalg.eigvalsh(gamma.double())
-        assert p["eigval"] == pytest.approx(float(vals[vals.abs().argmax()]), rel=1e-9)
+    drawn = {(p["step"], p["row"]): p for p in panels}
+    # the mixture's total covariance by the law of total covariance, in numpy
+    mix = torch.load(res / "mnist/mixture.pt", weights_only=False)
+    w, mu, covs = (mix[k].double().numpy() for k in ("weights", "means", "covs"))
+    mean = w @ mu
+    cov = np.einsum("k,kij->ij", w, covs) + np.einsum("k,ki,kj->ij", w, mu, mu) - np.outer(mean, mean)
+    data_var = np.diag(cov) - mix["ridge_abs"]  # the pixels' own variance, without the ridge
+    near_constant = data_var < 1e-3 * np.median(data_var)
+    assert near_constant.any()
+    metrics = pd.read_parquet(res / "mnist/metrics.parquet")
+    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == "mixture_exact")]
+    for s, path, ck in zip(steps, approx, ckpt):
+        saved = torch.load(path, weights_only=False)
+        gamma, beta = saved["quadratic"]["gamma"][7].double().numpy(), saved["linear"]["beta"][7].double().numpy()
+        at = fvu[fvu.step == s].set_index("approximant")["value"]
+        assert drawn[(s, "mixture_beta")]["fvu"] == pytest.approx(at["linear"])
+        assert drawn[(s, "mixture_linear_pattern")]["variance"] == pytest.approx(beta @ cov @ beta, rel=1e-9)
+        raw = drawn[(s, "mixture_gamma_raw")]
+        vals, vecs = np.linalg.eigh(gamma)
+        top = int(np.abs(vals).argmax())
+        assert raw["eigval"] == pytest.approx(vals[top], rel=1e-9) and raw["fvu"] == pytest.approx(at["quadratic"])
+        # whitened: eigenvalues of ΣΓ (a general eigensolver), shares λ² / tr((ΣΓ)²)
+        lam = np.linalg.eigvals(cov @ gamma).real
+        lam = lam[np.abs(lam).argsort()[::-1]]
+        white = drawn[(s, "mixture_gamma_whitened")]
+        assert white["eigval"] == pytest.approx(lam[0], rel=1e-6)
+        assert white["variance_share"] == pytest.approx(lam[0] ** 2 / np.trace(cov @ gamma @ cov @ gamma), rel=1e-6)
+        assert 0 < white["variance_share"] <= 1
+        # the raw eigenvector e's coordinate explains (eᵀΣΓΣe / eᵀΣe)² / tr((ΣΓ)²) of it: at most the top share
+        e = vecs[:, top]
+        raw_share = (e @ cov @ gamma @ cov @ e / (e @ cov @ e)) ** 2 / np.trace(cov @ gamma @ cov @ gamma)
+        assert raw["variance_share"] == pytest.approx(raw_share, rel=1e-6)
+        assert raw["variance_share"] <= white["variance_share"]
+        # the ridge artifact is gone: the whitened pattern (eigenvector of ΣΓ) has less of its energy
+        # on near-constant pixels than the raw eigenvector
+        ev, evec = np.linalg.eig(cov @ gamma)
+        p = evec[:, np.abs(ev.real).argmax()].real
+        energy = lambda v: float((v[near_constant] ** 2).sum() / (v ** 2).sum())  # noqa: E731
+        assert energy(p) < energy(vecs[:, top])
+        # the N(0, I) fit of the checkpoint's MLP
+        g_beta, g_gamma = _relu_mlp_gaussian_fit(torch.load(ck, weights_only=False), 7)
+        g_vals = torch.linalg.eigvalsh(g_gamma)
+        g_top = float(g_vals[g_vals.abs().argmax()])
+        gauss = drawn[(s, "gaussian_gamma")]
+        assert gauss["eigval"] == pytest.approx(g_top, rel=1e-6)
+        assert gauss["variance_share"] == pytest.approx(g_top ** 2 / float((g_vals ** 2).sum()), rel=1e-6)
+        assert drawn[(s, "gaussian_beta")]["variance"] == pytest.approx(float(g_beta @ g_beta), rel=1e-6)
 
 
-def test_fig4_shows_the_configured_digit_at_the_last_attacked_step(res, tmp_path):
+def test_fig4_shows_the_configured_digit_at_the_first_figure_step_for_every_basis(res, tmp_path):
+    from polyinterp.approx import MLP
+    from polyinterp.mnist.approximants import load_gaussian_mixture
+    from polyinterp.mnist.attack_bases import BASES, basis_approximants
+    from polyinterp.mnist.attack_steps import figure_steps
     from polyinterp.mnist.data import load_mnist
     from polyinterp.mnist.model import load_mlp
     from polyinterp.mnist.preprocess import apply_preprocess
@@ -62,32 +130,82 @@ def test_fig4_shows_the_configured_digit_at_the_last_attacked_step(res, tmp_path
     drawn = mnist_ablation.ablated_digits_figure(examples=str(res / "mnist/svd_ablation_examples.pt"),
                                                  out=_out(tmp_path, "fig4"), params={"digit": 7})
     table = pd.read_parquet(res / "mnist/svd_ablation.parquet")
-    assert drawn["digit"] == 7 and drawn["step"] == int(table.step.max()) and drawn["k"] == list(range(1, 11))
-    # independent route: the MLP's prediction on the first test '7', projected by a direct SVD
+    import yaml
+
+    from workflow_helpers import REPO
+
+    ablation = yaml.safe_load((REPO / "config.yaml").read_text())["mnist"]["ablation"]  # smoke keeps these
+    first = figure_steps(table, ablation["figure_steps"], ablation["accuracy_level"])[0]
+    assert drawn["digit"] == 7 and drawn["step"] == first.step and drawn["k"] == list(range(1, 11))
+    assert drawn["bases"] == list(BASES) and drawn["chosen_as"] == first.label
+    # independent route: the MLP's prediction on the first test '7', projected by a direct SVD of each
+    # basis's β (the mixture's from the approx file, the others fitted afresh here)
     ckpt = torch.load(res / f"mnist/seed0/ckpt/step{drawn['step']}.pt", weights_only=False)
-    beta = torch.load(res / f"mnist/seed0/approx/step{drawn['step']}.pt", weights_only=False)["linear"]["beta"]
+    saved = torch.load(res / f"mnist/seed0/approx/step{drawn['step']}.pt", weights_only=False)
+    mlp = load_mlp(ckpt, "cpu").double()
+    mix = load_gaussian_mixture(torch.load(res / "mnist/mixture.pt", weights_only=False), torch.device("cpu"))
+    lin = basis_approximants(MLP.from_module(mlp), mix, None, ["gaussian", "standard_normal"])
+    betas = {"mixture": saved["linear"]["beta"].double(), **{b: a.beta for b, a in lin.items()}}
     mnist = load_mnist(res / "data/mnist.npz")
     i = int(np.flatnonzero(mnist.test_labels == 7)[0])
     x = apply_preprocess(mnist.test_images[i:i + 1], ckpt["preprocess"], dtype=torch.float64)
-    vh = torch.linalg.svd(beta.double(), full_matrices=False)[2]
-    mlp = load_mlp(ckpt, "cpu").double()
-    for k, pred in zip(drawn["k"], drawn["digit_pred"]):
-        v = vh[:k].T
-        assert pred == int(mlp(x - (x @ v) @ v.T).argmax())
+    for basis, beta in betas.items():
+        vh = torch.linalg.svd(beta, full_matrices=False)[2]
+        for k, pred in zip(drawn["k"], drawn["digit_pred"][basis]):
+            v = vh[:k].T
+            assert pred == int(mlp(x - (x @ v) @ v.T).argmax()), (basis, k)
 
 
-def test_fig5_lines_are_the_attack_table(res, tmp_path):
-    lines = mnist_ablation.ablation_accuracy_figure(table=str(res / "mnist/svd_ablation.parquet"), out=_out(tmp_path, "fig5"))
-    df = pd.read_parquet(res / "mnist/svd_ablation.parquet")
-    svd = df[df.directions == "svd"]
-    assert {(ln["step"], ln["model"]) for ln in lines if ln["directions"] == "svd"} == set(zip(svd.step, svd.model))
+def _check_lines(lines, df, keys):
     for ln in lines:
-        rows = df[(df.step == ln["step"]) & (df.model == ln["model"]) & (df.directions == ln["directions"])]
+        rows = df
+        for key in keys:
+            if ln[key] != "any":
+                rows = rows[rows[key] == ln[key]]
+        if ln["directions"] == "random":
+            rows = rows[rows.basis == rows.basis.iloc[0]]  # the same draws under every basis
         by_k = rows.groupby("k").accuracy
         np.testing.assert_allclose(ln["accuracy"], by_k.mean().to_numpy())
         np.testing.assert_allclose(ln["min"], by_k.min().to_numpy())
         np.testing.assert_allclose(ln["max"], by_k.max().to_numpy())
-    assert any(ln["directions"] == "random" for ln in lines)
+
+
+def test_fig5_lines_are_the_attack_table_at_the_figure_steps(res, tmp_path):
+    from polyinterp.mnist.attack_bases import basis_model_name
+    from polyinterp.mnist.attack_steps import figure_steps
+
+    params = {"figure_steps": ["accuracy_level", 16, "last"], "accuracy_level": 0.96}
+    lines = mnist_ablation.ablation_accuracy_figure(table=str(res / "mnist/svd_ablation.parquet"),
+                                                    out=_out(tmp_path, "fig5"), params=params)
+    df = pd.read_parquet(res / "mnist/svd_ablation.parquet")
+    steps = [s.step for s in figure_steps(df, params["figure_steps"], params["accuracy_level"])]
+    assert sorted({ln["step"] for ln in lines}) == sorted(steps) and 16 in steps
+    svd = df[(df.directions == "svd") & df.step.isin(steps)]
+    want = {(t, b, m) for t, b in set(zip(svd.step, svd.basis)) for m in ("mlp", "quadratic", basis_model_name(b))}
+    assert {(ln["step"], ln["basis"], ln["model"]) for ln in lines if ln["directions"] == "svd"} == want
+    _check_lines(lines, df, ("step", "basis", "model", "directions"))
+    assert {ln["step"] for ln in lines if ln["directions"] == "random"} == set(steps)
+
+
+def test_fig6_curves_are_the_attack_table_over_training(res, tmp_path):
+    curves = mnist_ablation.attack_strength_figure(table=str(res / "mnist/svd_ablation.parquet"), out=_out(tmp_path, "fig6"))
+    df = pd.read_parquet(res / "mnist/svd_ablation.parquet")
+    assert {c["k"] for c in curves} == {4, 10}
+    clean = df[(df.k == 0) & (df.model == "mlp") & (df.directions == "svd") & (df.basis == "mixture")]
+    clean = clean.groupby("step").accuracy.mean()
+    for c in curves:
+        at = df[(df.k == c["k"]) & (df.step > 0)]
+        if c["model"] == "random":
+            at = at[(at.directions == "random") & (at.model == "mlp") & (at.basis == at.basis.iloc[0])]
+        else:
+            at = at[(at.directions == "svd") & (at.model == c["model"]) & (at.basis == c["basis"])]
+        per_seed = at.groupby(["step", "seed"]).accuracy.mean().groupby("step")
+        assert c["step"] == sorted(at.step.unique())
+        np.testing.assert_allclose(c["accuracy"], per_seed.mean().to_numpy())
+        np.testing.assert_allclose(c["min"], per_seed.min().to_numpy())
+        np.testing.assert_allclose(c["clean_accuracy"], clean.loc[c["step"]].to_numpy())
+    assert {(c["basis"], c["model"]) for c in curves if c["k"] == 4} >= {
+        ("mixture", "mlp"), ("gaussian", "linear_gaussian"), ("standard_normal", "linear_standard_normal"), ("any", "random")}
 
 
 def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
@@ -114,12 +232,20 @@ def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
     pool = band if len(band) else bands[bands.min_active_frac > 0].sort_values("min_coherence", ascending=False)
     assert [d["latent"] for d in bd["latents"]] == pool.latent.head(3).tolist()
 
-    sl = cubic_slopes.slopes_figure(scan=str(c / "slope_scan.parquet"), slopes=[str(c / "slopes.parquet")],
+    sl = cubic_slopes.slopes_figure(scan=[str(c / "slope_scan.parquet")], slopes=[str(c / "slopes.parquet")],
                                     seeds=str(res / "cubic/slopes_per_seed.parquet"), out=_out(tmp_path, "slopes"))
     per_seed = pd.read_parquet(res / "cubic/slopes_per_seed.parquet")
     assert [d["seed"] for d in sl["seeds"]] == per_seed.seed.tolist()
     best = pd.read_parquet(c / "slopes.parquet")
     assert sorted(sl["seeds"][0]["band_c"]) == sorted(best[best.is_band].c_best.tolist())
+    # the seed band: one seed, so mean = min = max = that seed's median band R² at each coarse c
+    scan = pd.read_parquet(c / "slope_scan.parquet")
+    coarse = scan[(scan.stage == "coarse") & scan.is_band]
+    if len(coarse):
+        med = coarse.groupby("c").r2.median()
+        np.testing.assert_allclose(sl["seed_band"]["mean"], med.to_numpy())
+        np.testing.assert_allclose(sl["seed_band"]["min"], med.to_numpy())
+        assert sl["seed_band"]["c"] == med.index.tolist() and set(sl["seed_band"]["n_seeds"]) == {1}
 
     cl = cubic_clamp.clamp_figure(curves=str(c / "clamp.parquet"), summary=str(c / "clamp_summary.parquet"),
                                   out=_out(tmp_path, "clamp"), params={"max_latents": 1})

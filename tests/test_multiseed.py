@@ -22,7 +22,8 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
     shutil.copytree(smoke_run, tmp_path, ignore=shutil.ignore_patterns("locks", "incomplete"))
     overlay = tmp_path / "seeds.yaml"
     overlay.write_text(f"seeds: [0, 1]\nmnist:\n  data:\n    wheel: {mnist_wheel}\n")
-    targets = ["results/mnist/metrics.parquet", "results/figures/fig2.pdf", "results/cubic/slopes_spread.parquet"]
+    targets = ["results/mnist/metrics.parquet", "results/figures/fig2.pdf", "results/cubic/slopes_spread.parquet",
+               "results/figures/cubic_slopes.pdf"]
     proc = run_snakemake(tmp_path, *targets, "--cores", "2", configfiles=(SMOKE, overlay))
     log = proc.stdout + proc.stderr
     assert "mnist_train" in log and "cubic_train" in log  # seed 1 was trained ...
@@ -60,3 +61,22 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
         assert spread.min_median == min(medians) and spread.max_median == max(medians)
     else:
         assert math.isnan(spread.std_of_medians)
+
+    # the cubic slope figure's seed band: per c, the mean / min / max over seeds of each seed's median
+    # band-latent R² (recomputed here from the two scan tables)
+    from polyinterp.figures.cubic_slopes import slopes_figure
+
+    scans = [str(tmp_path / f"results/cubic/seed{seed}/slope_scan.parquet") for seed in (0, 1)]
+    drawn = slopes_figure(scan=scans, slopes=[str(tmp_path / f"results/cubic/seed{seed}/slopes.parquet") for seed in (0, 1)],
+                          seeds=str(tmp_path / "results/cubic/slopes_per_seed.parquet"), out=[str(tmp_path / "sl.png")])
+    meds = []
+    for path in scans:
+        scan = pd.read_parquet(path)
+        coarse = scan[(scan.stage == "coarse") & scan.is_band]
+        if len(coarse):
+            meds.append(coarse.groupby("c").r2.median())
+    if meds:
+        both = pd.concat(meds, axis=1)
+        np.testing.assert_allclose(drawn["seed_band"]["max"], both.max(axis=1).to_numpy())
+        np.testing.assert_allclose(drawn["seed_band"]["min"], both.min(axis=1).to_numpy())
+        assert max(drawn["seed_band"]["n_seeds"]) == len(meds)

@@ -38,7 +38,7 @@ def test_nothing_to_do_without_a_change(copy):
 
 
 def test_figure_keys_rerun_figures_only(copy):
-    jobs = _dry(copy, "mnist:\n  figures:\n    digit: 7\ncubic:\n  figures:\n    band_latents: 2\n"
+    jobs = _dry(copy, "mnist:\n  figures:\n    digit: 5\ncubic:\n  figures:\n    band_latents: 2\n"
                       "    landmarks_top: 2\n    clamp_latents: 1\n")
     assert jobs == {"fig1_features", "fig4_ablated_digits", "cubic_fig_bands", "cubic_fig_landmarks",
                     "cubic_fig_clamp"}, jobs
@@ -53,3 +53,9 @@ def test_solver_tolerance_does_not_rerun_the_solver_plan(copy):
 def test_deflation_steps_rerun_the_plan_but_not_training(copy):
     jobs = _dry(copy, "mnist:\n  approx:\n    deflation_steps: 30\n")
     assert "mnist_solver_plan" in jobs and "mnist_train" not in jobs, jobs
+
+
+def test_accuracy_level_reruns_the_attack_summary_not_the_attacks(copy):
+    jobs = _dry(copy, "mnist:\n  ablation:\n    accuracy_level: 0.5\n")
+    assert jobs == {"mnist_svd_ablation_all", "fig4_ablated_digits", "fig5_ablation_accuracy",
+                    "fig6_attack_strength", "scorecard"}, jobs

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyinterp.scorecard import COLUMNS, scorecard_table
+from polyinterp.scorecard import attack_claims, COLUMNS, scorecard_table
 
 STEPS = [0, 16, 64, 256, 1024, 2048, 4096, 16384, 65536, 131072, 262144]
 
@@ -33,6 +33,33 @@ def _ablation(mlp, linear, seeds=(0, 1)):
     return pd.DataFrame(rows)
 
 
+def _attack(step_acc: dict, basis="standard_normal", seeds=(0, 1)):
+    """An attack table with basis column: step → (MLP accuracies over k, basis-linear accuracies)."""
+    rows = [dict(seed=s, step=step, basis=basis, k=k, directions="svd", draw=0, model=m, accuracy=acc[k])
+            for step, (mlp, lin) in step_acc.items() for s in seeds
+            for m, acc in (("mlp", mlp), (f"linear_{basis}", lin)) for k in range(11)]
+    return pd.DataFrame(rows)
+
+
+def test_attack_claims_are_read_at_the_accuracy_level_checkpoint_under_each_basis():
+    weak = [0.9] + [0.85] * 10            # clean 0.90: below the level
+    reached = [0.961] + [0.3] * 4 + [0.1] * 6   # first step with clean accuracy ≥ 0.96
+    late = [0.99] + [0.8] * 10            # more accurate, later: not the one read
+    lin = [0.95] + [0.2] * 10
+    ab = _attack({1024: (weak, lin), 4096: (reached, lin), 65536: (late, lin)})
+    t = pd.DataFrame([c.row() for c in attack_claims(ab, 0.96)]).set_index("claim")
+    tag = "SVD attack, β under standard normal"
+    assert list(t.index) == [f"{tag}: MLP accuracy < 0.5 at k = 4", f"{tag}: MLP at chance by k = 10",
+                             f"{tag}: MLP and linear approximant in lockstep"]
+    assert t.ours_mean.iloc[0] == pytest.approx(0.3) and t.verdict.iloc[0] == "reproduced"
+    assert t.ours_mean.iloc[1] == pytest.approx(0.1) and t.verdict.iloc[1] == "reproduced"
+    assert t.ours_mean.iloc[2] == pytest.approx(0.1) and "linear_standard_normal" in t.criterion.iloc[2]
+    assert all(w.startswith("step 4096 (first step with test accuracy ≥ 0.96") for w in t["where"])
+    # no checkpoint reaches the level: the most accurate one, and the row says so
+    t = pd.DataFrame([c.row() for c in attack_claims(ab, 0.995)])
+    assert all(w.startswith("step 65536 (most accurate step") for w in t["where"])
+
+
 def _cubic():
     return pd.DataFrame(dict(seed=[0, 1], rel_mse_val=[5e-5, 2e-4], sae_r2_heldout=[0.996, 0.997], sae_l0=[4.0, 4.0],
                              n_band_latents=[3, 5], median_c=[0.28, 0.34]))
@@ -46,7 +73,7 @@ def test_verdicts_on_tables_with_known_answers():
     sgd = [q + 0.01 for q in quad]
     mlp_acc = [0.98, 0.9, 0.8, 0.6, 0.45, 0.35, 0.25, 0.2, 0.15, 0.12, 0.11]
     lin_acc = [0.9, 0.85, 0.75, 0.55, 0.4, 0.3, 0.2, 0.15, 0.12, 0.1, 0.1]
-    table = scorecard_table(_metrics(lin, quad, kl, kl, sgd), _ablation(mlp_acc, lin_acc), _cubic())
+    table = scorecard_table(_metrics(lin, quad, kl, kl, sgd), _ablation(mlp_acc, lin_acc), _cubic(), accuracy_level=0.96)
     assert list(table.columns) == list(COLUMNS)
     t = table.set_index("claim")
     v = t.verdict
@@ -58,9 +85,9 @@ def test_verdicts_on_tables_with_known_answers():
     assert t.loc["KL(MLP ‖ linear) rises over training"].ours_mean == pytest.approx(1.0)
     assert v["linear FVU dips early, KL does not"] == "reproduced"
     assert v["quadratic FVU rises after 2^16 steps"] == "reproduced"
-    assert t.loc["SVD attack: MLP accuracy < 0.5 at k = 4"].ours_mean == pytest.approx(0.45)
-    assert v["SVD attack: MLP at chance by k = 10"] == "reproduced"
-    assert t.loc["SVD attack: MLP and linear approximant in lockstep"].ours_mean == pytest.approx(0.08)
+    assert t.loc["SVD attack, β under mixture: MLP accuracy < 0.5 at k = 4"].ours_mean == pytest.approx(0.45)
+    assert v["SVD attack, β under mixture: MLP at chance by k = 10"] == "reproduced"
+    assert t.loc["SVD attack, β under mixture: MLP and linear approximant in lockstep"].ours_mean == pytest.approx(0.08)
     assert v["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "reproduced"
     # two seeds: mean, sd, min and max over them
     r = t.loc["final linear FVU 0.15–0.18"]
@@ -74,15 +101,15 @@ def test_verdicts_on_tables_with_known_answers():
 def test_differs_and_not_comparable():
     flat = [0.02] * len(STEPS)
     t = scorecard_table(_metrics(flat, [0.1] * len(STEPS), flat, flat), _ablation([0.9] * 11, [0.1] * 11),
-                        _cubic()).set_index("claim")
+                        _cubic(), accuracy_level=0.96).set_index("claim")
     assert t.verdict["final quadratic R² > 0.95"] == "differs"
-    assert t.verdict["SVD attack: MLP and linear approximant in lockstep"] == "differs"
+    assert t.verdict["SVD attack, β under mixture: MLP and linear approximant in lockstep"] == "differs"
     assert t.verdict["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "not comparable"
     assert t.verdict["linear FVU dips early, KL does not"] == "differs"
     # a run that ends before 2^16 cannot say whether the quadratic FVU rises after it
     short = _metrics(flat, flat, flat, flat)
     short = short[short.step <= 16384]
-    t = scorecard_table(short, _ablation([0.9] * 11, [0.1] * 11), _cubic()).set_index("claim")
+    t = scorecard_table(short, _ablation([0.9] * 11, [0.1] * 11), _cubic(), accuracy_level=0.96).set_index("claim")
     assert t.verdict["quadratic FVU rises after 2^16 steps"] == "not comparable"
     assert math.isnan(t.loc["quadratic FVU rises after 2^16 steps"].ours_mean)
 

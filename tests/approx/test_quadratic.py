@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx import Approximant, GaussianMixture, quadratic_approximant, quadratic_gaussian
+from polyinterp.approx import GaussianMixture, quadratic_approximant, quadratic_gaussian
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.block_pcg import block_pcg
 from polyinterp.approx.gram_operator import GramOperator

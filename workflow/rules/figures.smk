@@ -1,10 +1,12 @@
-# One rule per figure; each reads only tables and saved tensors. Named targets: fig1 … fig5,
+# One rule per figure; each reads only tables and saved tensors. Named targets: fig1 … fig6,
 # cubic_* (in cubic.smk) and `figures` (all of them). Each rule runs `polyinterp <rule>`.
 
 
 rule fig1_features:
     input:
         approx=[mnist_approx(SEEDS[0], s) for s in FIG1_STEPS],
+        ckpt=[mnist_ckpt(SEEDS[0], s) for s in FIG1_STEPS],
+        mixture=rules.mnist_mixture.output.mixture,
         metrics=rules.mnist_metrics_all.output.metrics,
     output:
         out=report_figure("fig1", "MNIST"),
@@ -68,7 +70,7 @@ rule fig3_kl:
 
 rule fig4_ablated_digits:
     input:
-        examples=rules.mnist_svd_ablation.output.examples,
+        examples=rules.mnist_svd_ablation_all.output.examples,
     output:
         out=report_figure("fig4", "MNIST"),
     params:
@@ -89,11 +91,14 @@ rule fig4_ablated_digits:
 
 rule fig5_ablation_accuracy:
     input:
-        table=rules.mnist_svd_ablation.output.table,
+        table=rules.mnist_svd_ablation_all.output.table,
     output:
         out=report_figure("fig5", "MNIST"),
     params:
-        step=step_params("fig5_ablation_accuracy"),
+        step=step_params(
+            "fig5_ablation_accuracy",
+            lambda wc: {k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")},
+        ),
         files=step_files,
     log:
         log_path("figures/fig5"),
@@ -108,7 +113,28 @@ rule fig5_ablation_accuracy:
         STEP
 
 
-MNIST_FIGURES = [f for n in ("fig1", "fig2", "fig3", "fig4", "fig5") for f in figure_files(n)]
+rule fig6_attack_strength:
+    input:
+        table=rules.mnist_svd_ablation_all.output.table,
+    output:
+        out=report_figure("fig6", "MNIST"),
+    params:
+        step=step_params("fig6_attack_strength"),
+        files=step_files,
+    log:
+        log_path("figures/fig6"),
+    benchmark:
+        bench_path("figures/fig6")
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+MNIST_FIGURES = [f for n in ("fig1", "fig2", "fig3", "fig4", "fig5", "fig6") for f in figure_files(n)]
 ALL_TARGETS.extend(MNIST_FIGURES)
 
 
@@ -140,3 +166,9 @@ rule fig5:
     localrule: True
     input:
         figure_files("fig5"),
+
+
+rule fig6:
+    localrule: True
+    input:
+        figure_files("fig6"),

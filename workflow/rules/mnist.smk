@@ -186,25 +186,25 @@ rule mnist_metrics_all:
 
 rule mnist_svd_ablation:
     input:
-        ckpt=[mnist_ckpt(s, t) for s in SEEDS for t in ABLATION_STEPS],
-        approx=[mnist_approx(s, t) for s in SEEDS for t in ABLATION_STEPS],
+        ckpt=mnist_ckpt(),
+        approx=mnist_approx(),
+        mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        table="results/mnist/svd_ablation.parquet",
-        examples="results/mnist/svd_ablation_examples.pt",
+        table="results/mnist/seed{seed}/ablation/step{step}.parquet",
     params:
         step=step_params(
             "mnist_svd_ablation",
             lambda wc: {
-                **{k: config["mnist"]["ablation"][k] for k in ("k_max", "random_draws")},
+                **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "random_draws")},
                 "device": DEVICE,
             }
         ),
         files=step_files,
     log:
-        log_path("mnist/svd_ablation"),
+        log_path("mnist/svd_ablation_seed{seed}_step{step}"),
     benchmark:
-        bench_path("mnist/svd_ablation")
+        bench_path("mnist/svd_ablation_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -213,3 +213,61 @@ rule mnist_svd_ablation:
         CONDA_ENV
     shell:
         STEP
+
+
+rule mnist_svd_ablation_all:
+    input:
+        parts=expand(rules.mnist_svd_ablation.output.table, seed=SEEDS, step=ABLATION_STEPS),
+        ckpt=[mnist_ckpt(SEEDS[0], t) for t in ABLATION_STEPS],
+        approx=[mnist_approx(SEEDS[0], t) for t in ABLATION_STEPS],
+        mixture=rules.mnist_mixture.output.mixture,
+        data=rules.mnist_data.output.data,
+    output:
+        table="results/mnist/svd_ablation.parquet",
+        examples="results/mnist/svd_ablation_examples.pt",
+    params:
+        step=step_params(
+            "mnist_svd_ablation_all",
+            lambda wc: {
+                **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "figure_steps", "accuracy_level")},
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
+    log:
+        log_path("mnist/svd_ablation_all"),
+    benchmark:
+        bench_path("mnist/svd_ablation_all")
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule mnist_attack_summary:
+    input:
+        table=rules.mnist_svd_ablation_all.output.table,
+    output:
+        summary="results/mnist/attack_strength.parquet",
+        markdown="results/mnist/attack_strength.md",
+    params:
+        step=step_params("mnist_attack_summary"),
+        files=step_files,
+    log:
+        log_path("mnist/attack_summary"),
+    benchmark:
+        bench_path("mnist/attack_summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+ALL_TARGETS.extend(rules.mnist_attack_summary.output)

@@ -3,13 +3,13 @@
 rule scorecard:
     input:
         metrics=rules.mnist_metrics_all.output.metrics,
-        ablation=rules.mnist_svd_ablation.output.table,
+        ablation=rules.mnist_svd_ablation_all.output.table,
         cubic=rules.cubic_summary.output.summary,
     output:
         scorecard="results/scorecard.parquet",
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
     params:
-        step=step_params("scorecard"),
+        step=step_params("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"]}),
         files=step_files,
     log:
         log_path("scorecard"),

@@ -197,13 +197,13 @@ def slopes_step(*, acts: str, sae: str, bands: str, scan: str, best: str, params
     from polyinterp.cubic.activations import load_activations
     from polyinterp.cubic.sae import load_sae
     from polyinterp.device import resolve_device
-    from polyinterp.io import save_parquet
+    from polyinterp.io import load_parquet, save_parquet
 
     seed = int(params["seed"])
     device = resolve_device(params["device"])
     blob = load_activations(acts)
     dictionary = load_sae(sae, device)
-    band_table = pd.read_parquet(bands)
+    band_table = load_parquet(bands)
     with torch.no_grad():
         z_tr = torch.cat([dictionary.encode(c.to(device)).cpu() for c in blob["train"]["acts"].split(65536)])
         z_ho = torch.cat([dictionary.encode(c.to(device)).cpu() for c in blob["heldout"]["acts"].split(65536)])

@@ -55,12 +55,12 @@ def clamp_step(*, model: str, sae: str, slopes: str, curves: str, summary: str, 
     from polyinterp.cubic.sae import load_sae
     from polyinterp.cubic.task import cubic
     from polyinterp.device import resolve_device
-    from polyinterp.io import load_torch, save_parquet
+    from polyinterp.io import load_parquet, load_torch, save_parquet
 
     seed = int(params["seed"])
     device = resolve_device(params["device"])
     net, dictionary = load_model(model, device), load_sae(sae, device)
-    best = pd.read_parquet(slopes)
+    best = load_parquet(slopes)
     chosen = choose_latents(best, params["latents"], params["max_latents"])
     for j, _ in chosen:
         if not 0 <= j < dictionary.m:

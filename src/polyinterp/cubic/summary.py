@@ -7,7 +7,7 @@ import logging
 import pandas as pd
 
 from polyinterp.cubic.bands import CARDANO_C, summarize_slopes
-from polyinterp.io import save_parquet
+from polyinterp.io import load_parquet, save_parquet
 
 log = logging.getLogger(__name__)
 
@@ -15,9 +15,9 @@ log = logging.getLogger(__name__)
 def summary_step(*, fit: list[str], sae: list[str], slopes: list[str], summary: str, seeds: str, spread: str) -> None:
     """Rule ``cubic_summary``: from every seed's ``fit``, ``sae`` metrics and ``slopes`` tables, one
     ``summary`` row per seed, the per-seed slope summary (``seeds``) and its ``spread`` across seeds."""
-    fits = pd.concat([pd.read_parquet(p) for p in fit], ignore_index=True)
-    saes = pd.concat([pd.read_parquet(p) for p in sae], ignore_index=True)
-    bests = [pd.read_parquet(p) for p in slopes]
+    fits = pd.concat([load_parquet(p) for p in fit], ignore_index=True)
+    saes = pd.concat([load_parquet(p) for p in sae], ignore_index=True)
+    bests = [load_parquet(p) for p in slopes]
     per_seed, spread_df = summarize_slopes(bests)
     val = fits[fits.split == "val"].set_index("seed")
     oor = fits[fits.split == "out_of_range"].set_index("seed")

@@ -7,9 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from polyinterp.io import load_torch, save_figure  # noqa: E402
+from polyinterp.io import load_parquet, load_torch, save_figure  # noqa: E402
 
 
 def bands_figure(*, grid: str, bands: str, slopes: str, out: list[str], params: dict) -> dict:
@@ -18,8 +17,8 @@ def bands_figure(*, grid: str, bands: str, slopes: str, out: list[str], params: 
     best slope. Returns what it drew: ``bands_found`` and the ``latents`` with their c."""
     max_latents = int(params["max_latents"])
     grid = load_torch(grid)
-    bands = pd.read_parquet(bands)
-    best = pd.read_parquet(slopes).set_index("latent")
+    bands = load_parquet(bands)
+    best = load_parquet(slopes).set_index("latent")
     drawn = []
     z = grid["latents"].numpy()
     xs, as_, bs = grid["x"].numpy(), grid["a"].numpy(), grid["b"].numpy()

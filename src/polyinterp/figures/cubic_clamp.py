@@ -6,17 +6,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from polyinterp.io import save_figure  # noqa: E402
+from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 
 def clamp_figure(*, curves: str, summary: str, out: list[str], params: dict) -> dict:
     """One row per clamped latent (at most ``params['max_latents']``), one column per polynomial: the
     regressor's output over x with the latent scaled by each factor, beside the true cubic and the
     model. Returns what it drew: ``latents``, ``curves`` and ``factors``."""
-    curves = pd.read_parquet(curves)
-    summary = pd.read_parquet(summary)
+    curves = load_parquet(curves)
+    summary = load_parquet(summary)
     latents = list(dict.fromkeys(curves.latent))[:int(params["max_latents"])]
     polys = sorted(curves.curve.unique())
     fig, axes = plt.subplots(max(len(latents), 1), max(len(polys), 1),

@@ -8,16 +8,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from polyinterp.io import save_figure  # noqa: E402
+from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 
 def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: list[str]) -> dict:
     """Learned vs true cubic for the first seed's fit ``curves``, and every seed's ``train_curves``
     against the target. Returns what it drew: ``curves`` (curve id, a, b, in_range) and
     ``training`` (seed, split, number of points) lines."""
-    curves = pd.read_parquet(curves)
-    train = pd.concat([pd.read_parquet(p) for p in train_curves], ignore_index=True)
-    fit = pd.concat([pd.read_parquet(p) for p in fit], ignore_index=True)
+    curves = load_parquet(curves)
+    train = pd.concat([load_parquet(p) for p in train_curves], ignore_index=True)
+    fit = pd.concat([load_parquet(p) for p in fit], ignore_index=True)
     drawn = {"curves": [], "training": []}
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

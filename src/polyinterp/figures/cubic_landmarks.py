@@ -7,9 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from polyinterp.io import save_figure  # noqa: E402
+from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 KINDS = ("root", "critical", "inflection", "all")
 
@@ -18,8 +17,8 @@ def landmarks_figure(*, table: str, ranking: str, out: list[str], params: dict) 
     """For each landmark kind, heat maps over (a, b) of the correlation of its ``params['top']``
     best-ranked latents. Returns the panels drawn (kind, latent, mean_corr)."""
     top = int(params["top"])
-    table = pd.read_parquet(table)
-    ranking = pd.read_parquet(ranking)
+    table = load_parquet(table)
+    ranking = load_parquet(ranking)
     drawn = []
     fig, axes = plt.subplots(len(KINDS), top, figsize=(3.3 * top, 2.9 * len(KINDS)), squeeze=False,
                              layout="constrained")

@@ -1,14 +1,25 @@
-"""fig4: a test digit (``mnist.figures.digit``) with k = 1…10 SVD directions ablated, and one example of every digit at
-k = 10; fig5: accuracy vs k for the MLP, its approximants and the random-direction control."""
+"""fig4: a test digit (``mnist.figures.digit``) with k = 1…10 SVD directions of each basis ablated,
+and one example of every digit at k = 10; fig5: accuracy vs k for the MLP, its approximants and the
+random-direction control at the figure steps; fig6: the attack's strength (MLP accuracy at k = 4 and
+k = 10) over training and against clean test accuracy, per basis."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from polyinterp.figures.style import COLORS, LABELS
-from polyinterp.io import load_torch, save_figure
+from polyinterp.io import load_parquet, load_torch, save_figure
+from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack_steps import figure_steps
+from polyinterp.mnist.attack_summary import attack_strength, summary_ks
+
+BASIS_STYLES = {"mixture": "-", "gaussian": "--", "standard_normal": ":"}
+BASIS_COLORS = {"mixture": "tab:blue", "gaussian": "tab:green", "standard_normal": "tab:red"}
+BASIS_LABELS = {"mixture": "β under the class mixture", "gaussian": "β under its moment-matched Gaussian",
+                "standard_normal": "β under N(0, I) (the authors')"}
 
 
 def _image(x, preprocess):
@@ -19,72 +30,143 @@ def _image(x, preprocess):
 
 
 def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dict:
-    """fig4: the first test image of digit ``params['digit']`` with k = 1…k_max SVD directions
-    removed (top row, MLP prediction in each title), and one test image per digit at k_max (bottom
-    row), from the ``examples`` of the attacked checkpoint. Returns what it drew: digit, seed, step,
-    k and the predictions of both rows."""
+    """fig4: for each basis, the first test image of digit ``params['digit']`` with k = 1…k_max SVD
+    directions removed (MLP prediction in each title) and one test image per digit at k_max, from the
+    ``examples`` of the checkpoint chosen by rule ``mnist_svd_ablation_all`` (the first figure step).
+    Returns what it drew: digit, seed, step, k, bases and per basis the predictions of both rows."""
     import matplotlib.pyplot as plt
 
     ex = load_torch(examples)
     digit = int(params["digit"])
     ks = ex["k"].tolist()[1:]
     k_max = ks[-1] if ks else 0
-    fig, axes = plt.subplots(2, max(len(ks), 10), figsize=(1.3 * max(len(ks), 10), 3.2), squeeze=False)
+    bases = list(ex["bases"])
+    cols = max(len(ks), 10)
+    fig, axes = plt.subplots(2 * len(bases), cols, figsize=(1.3 * cols, 3.0 * len(bases)), squeeze=False)
     for ax in axes.ravel():
         ax.axis("off")
-    for col, k in enumerate(ks):
-        ax = axes[0, col]
-        ax.imshow(_image(ex["ablated"][digit, k], ex["preprocess"]), cmap="gray")
-        ax.set_title(f"k={k}: pred {int(ex['ablated_pred'][digit, k])}", fontsize=8)
-    for col in range(10):
-        ax = axes[1, col]
-        ax.imshow(_image(ex["ablated"][col, k_max], ex["preprocess"]), cmap="gray")
-        ax.set_title(f"{int(ex['labels'][col])} → {int(ex['ablated_pred'][col, k_max])}", fontsize=8)
+    drawn = {"digit": digit, "seed": int(ex["seed"]), "step": int(ex["step"]), "chosen_as": ex.get("chosen_as", ""),
+             "k": ks, "bases": bases, "digit_pred": {}, "digits_pred_at_k_max": {}}
+    for b, basis in enumerate(bases):
+        pred = ex["ablated_pred"][b]
+        for col, k in enumerate(ks):
+            ax = axes[2 * b, col]
+            ax.imshow(_image(ex["ablated"][b, digit, k], ex["preprocess"]), cmap="gray")
+            ax.set_title(f"k={k}: pred {int(pred[digit, k])}", fontsize=8)
+        axes[2 * b, 0].text(-0.15, 0.5, basis, transform=axes[2 * b, 0].transAxes, rotation=90,
+                            va="center", ha="right", fontsize=9)
+        for col in range(10):
+            ax = axes[2 * b + 1, col]
+            ax.imshow(_image(ex["ablated"][b, col, k_max], ex["preprocess"]), cmap="gray")
+            ax.set_title(f"{int(ex['labels'][col])} → {int(pred[col, k_max])}", fontsize=8)
+        drawn["digit_pred"][basis] = [int(pred[digit, k]) for k in ks]
+        drawn["digits_pred_at_k_max"][basis] = pred[:, k_max].tolist()
     fig.suptitle(
-        f"top: a test '{digit}' with the top-k SVD directions of the linear approximant removed;"
-        f" bottom: one test image per digit at k={k_max} (label → MLP prediction); seed {ex['seed']}, step {ex['step']}",
+        f"per basis: a test '{digit}' with the top-k SVD directions of that basis's linear approximant removed,"
+        f" then one test image per digit at k={k_max} (label → MLP prediction);"
+        f" seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
         fontsize=8,
     )
     save_figure(fig, *out)
-    return {"digit": digit, "seed": int(ex["seed"]), "step": int(ex["step"]), "k": ks,
-            "digit_pred": [int(ex["ablated_pred"][digit, k]) for k in ks],
-            "digits_pred_at_k_max": ex["ablated_pred"][:, k_max].tolist()}
+    return drawn
 
 
-def ablation_accuracy_figure(*, table: str, out: list[str]) -> list[dict]:
-    """fig5: one panel per attacked step: test accuracy against k for the MLP and each approximant
-    (SVD directions, mean and min–max band over seeds) and the MLP under random directions (mean,
-    min–max band over seeds and draws).
-    Returns the lines drawn: step, model, directions, k, accuracy (and min/max for the random line)."""
+def _bases(df: pd.DataFrame) -> list[str]:
+    """The bases present, in the order of :data:`BASES`."""
+    present = set(df.basis)
+    return [b for b in BASES if b in present]
+
+
+def _band(ax, x, stats, color, style, label, marker=None):
+    ax.plot(x, stats["mean"], style, color=color, label=label, marker=marker, ms=3)
+    ax.fill_between(x, stats["min"], stats["max"], color=color, alpha=0.12, lw=0)
+
+
+def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> list[dict]:
+    """fig5: one panel per figure step (``params['figure_steps']``, resolved with
+    ``accuracy_level``): test accuracy against k under each basis (line style) for the MLP, the
+    basis's own linear approximant and the mixture's exact quadratic (mean and min–max band over
+    seeds), and the MLP under random directions (mean, band over seeds and draws).
+    Returns the lines drawn: step, chosen_as, basis, model, directions, k, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
-    df = pd.read_parquet(table)
+    df = load_parquet(table)
+    steps = figure_steps(df, params["figure_steps"], params["accuracy_level"])
     lines = []
-    steps = sorted(df.step.unique())
-    fig, axes = plt.subplots(1, len(steps), figsize=(5.5 * len(steps), 4), squeeze=False, sharey=True)
-    for ax, step in zip(axes[0], steps):
-        at = df[df.step == step]
-        svd = at[at.directions == "svd"].groupby(["model", "k"])["accuracy"].agg(["mean", "min", "max"]).reset_index()
-        for model, group in svd.groupby("model"):
-            style = "--" if model == "quadratic_sgd" else "-"
-            ax.plot(group.k, group["mean"], style, marker="o", color=COLORS[model], label=LABELS[model])
-            ax.fill_between(group.k, group["min"], group["max"], color=COLORS[model], alpha=0.15, lw=0)
-            lines.append({"step": int(step), "model": model, "directions": "svd", "k": group.k.tolist(),
-                          "accuracy": group["mean"].tolist(), "min": group["min"].tolist(), "max": group["max"].tolist()})
-        rnd = at[(at.directions == "random") & (at.model == "mlp")].groupby("k")["accuracy"]
+    fig, axes = plt.subplots(1, len(steps), figsize=(6 * len(steps), 4.5), squeeze=False, sharey=True)
+    for ax, chosen in zip(axes[0], steps):
+        at = df[df.step == chosen.step]
+        for basis in _bases(at):
+            svd = at[(at.basis == basis) & (at.directions == "svd")]
+            for model, color in (("mlp", COLORS["mlp"]), (basis_model_name(basis), BASIS_COLORS[basis]),
+                                 ("quadratic", COLORS["quadratic"])):
+                stats = svd[svd.model == model].groupby("k")["accuracy"].agg(["mean", "min", "max"])
+                if not len(stats):
+                    continue
+                label = f"{LABELS.get(model, model.replace('_', ' '))}, {basis}"
+                _band(ax, stats.index, stats, color, BASIS_STYLES[basis], label, marker="o" if model == "mlp" else None)
+                lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": basis, "model": model,
+                              "directions": "svd", "k": stats.index.tolist(), "accuracy": stats["mean"].tolist(),
+                              "min": stats["min"].tolist(), "max": stats["max"].tolist()})
+        first = _bases(at)[0]
+        rnd = at[(at.basis == first) & (at.directions == "random") & (at.model == "mlp")]
         if len(rnd):
-            stats = rnd.agg(["mean", "min", "max"]).reset_index()
-            ax.plot(stats.k, stats["mean"], ":", marker="s", color=COLORS["random"], label="MLP, random directions")
-            ax.fill_between(stats.k, stats["min"], stats["max"], color=COLORS["random"], alpha=0.2, lw=0)
-            lines.append({"step": int(step), "model": "mlp", "directions": "random", "k": stats.k.tolist(),
-                          "accuracy": stats["mean"].tolist(), "min": stats["min"].tolist(),
-                          "max": stats["max"].tolist()})
+            stats = rnd.groupby("k")["accuracy"].agg(["mean", "min", "max"])
+            _band(ax, stats.index, stats, COLORS["random"], "-", "MLP, random directions", marker="s")
+            lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": "any", "model": "mlp",
+                          "directions": "random", "k": stats.index.tolist(), "accuracy": stats["mean"].tolist(),
+                          "min": stats["min"].tolist(), "max": stats["max"].tolist()})
         ax.axhline(0.1, color="k", lw=0.5, ls=":")
         ax.set_xlabel("directions ablated k")
-        ax.set_title(f"step {step}")
+        ax.set_title(f"step {chosen.step}: {chosen.label}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("test accuracy")
-    axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"SVD ablation attack (mean over {df.seed.nunique()} seed(s))")
+    axes[0, -1].legend(fontsize=6, loc="upper right")
+    fig.suptitle(f"SVD ablation attack: solid / dashed / dotted = β under the class mixture / its Gaussian / N(0, I)"
+                 f" (mean, min–max over {df.seed.nunique()} seed(s)); quadratic: the mixture's exact fit", fontsize=9)
     save_figure(fig, *out)
     return lines
+
+
+def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
+    """fig6: MLP test accuracy with the top k = 4 and k = k_max (≤ 10) SVD directions removed, against
+    training step (log2 axis, steps > 0) and against the clean test accuracy, one colour per basis:
+    MLP solid, the basis's linear approximant dashed, the mixture's exact quadratic dotted, random
+    directions grey (mean and min–max band over seeds). Returns the curves drawn: k, basis, model,
+    step, clean_accuracy, accuracy, min, max."""
+    import matplotlib.pyplot as plt
+
+    df = load_parquet(table)
+    ks = summary_ks(df)
+    fig, axes = plt.subplots(len(ks), 2, figsize=(11, 3.8 * len(ks)), squeeze=False, sharey=True)
+    curves = []
+    for row, k in enumerate(ks):
+        stats = attack_strength(df, k)
+        stats = stats[stats.step > 0]
+        for (basis, model), c in stats.groupby(["basis", "model"], sort=False):
+            if basis == "any":
+                color, style, label = COLORS["random"], "-", "MLP, random directions"
+            else:
+                color = BASIS_COLORS[basis]
+                style = "-" if model == "mlp" else (":" if model == "quadratic" else "--")
+                label = f"{LABELS.get(model, model.replace('_', ' '))}, {basis}"
+            for col, x in enumerate((np.log2(c.step.to_numpy(float)), c.clean_accuracy.to_numpy())):
+                _band(axes[row, col], x, c, color, style, label if col == 0 else None,
+                      marker="o" if model == "mlp" else None)
+            curves.append({"k": k, "basis": basis, "model": model, "step": c.step.tolist(),
+                           "clean_accuracy": c.clean_accuracy.tolist(), "accuracy": c["mean"].tolist(),
+                           "min": c["min"].tolist(), "max": c["max"].tolist()})
+        for col in range(2):
+            ax = axes[row, col]
+            ax.axhline(0.1, color="k", lw=0.5, ls=":")
+            ax.grid(alpha=0.3)
+            ax.set_title(f"top {k} directions removed", fontsize=9)
+        axes[row, 0].set_ylabel("test accuracy after the attack")
+        axes[row, 0].set_xlabel("training step (log2)")
+        axes[row, 1].set_xlabel("clean test accuracy of the checkpoint")
+    axes[0, 0].legend(fontsize=6)
+    fig.subplots_adjust(hspace=0.35)
+    fig.suptitle(f"Attack strength over training (mean, min–max over {df.seed.nunique()} seed(s));"
+                 " colour: the distribution β is fitted under", fontsize=9)
+    save_figure(fig, *out)
+    return curves

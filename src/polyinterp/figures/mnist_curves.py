@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from polyinterp.figures.style import COLORS, LABELS
-from polyinterp.io import save_figure
+from polyinterp.io import load_parquet, save_figure
 
 TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ softmax g)"}
 PANELS = {"mixture": "Gaussian mixture", "test": "MNIST test images"}
@@ -31,7 +29,7 @@ def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
     style (line / markers), step, mean, min, max (lists) and n_seeds."""
     import matplotlib.pyplot as plt
 
-    df = pd.read_parquet(metrics_path)
+    df = load_parquet(metrics_path)
     df = df[(df.metric == metric) & (df.approximant != "mlp")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     panel_axes = dict(zip(PANELS, axes))

@@ -1,14 +1,23 @@
-"""SVD ablation attack: project test images off the top-k right singular vectors of the linear
-approximant's coefficient matrix and measure the accuracy of the MLP and its approximants.
-Control: the same with k random orthonormal directions (seeded, several draws).
+"""SVD ablation attack: project test images off the top-k right singular vectors of a linear
+approximant's coefficient matrix β and measure the accuracy of the MLP and its approximants.
+β comes from the exact linear approximant under each configured basis distribution
+(:mod:`polyinterp.mnist.attack_bases`: the class mixture, its moment-matched Gaussian, N(0, I)).
+Control: the same with k random orthonormal directions (seeded, several draws; the same draws for
+every basis, since they do not depend on β).
 
 Every model is evaluated on x' = x − (xV)Vᵀ through quantities computed once on x (see
 :func:`projected_evaluator`), so a direction set V [d, k] costs O(n·d·o·k + o·d²·k) instead of a full
 O(n·o·d²) quadratic evaluation; ``project_out`` + ``accuracies`` is the direct route the tests compare with.
 
 Table schema (see README "Tables"):
-    seed int64, step int64, k int64, directions str {svd, random}, draw int64 (0 for svd),
-    model str {mlp, linear, quadratic, quadratic_sgd}, accuracy float64
+    seed int64, step int64, basis str {mixture, gaussian, standard_normal}, k int64,
+    directions str {svd, random}, draw int64 (0 for svd),
+    model str {mlp, linear, quadratic, quadratic_sgd, linear_gaussian, linear_standard_normal},
+    accuracy float64
+``linear`` / ``quadratic`` / ``quadratic_sgd`` are the approximants fitted under the class mixture
+(rule ``mnist_approximants``) and appear under every basis; ``linear_<basis>`` is the linear
+approximant under that basis's distribution (the one whose β is attacked), under its own basis only.
+Random rows repeat, per basis, the same draws.
 """
 
 from __future__ import annotations
@@ -19,17 +28,19 @@ import pandas as pd
 import torch
 from torch import nn
 
-from polyinterp.approx import Approximant
+from polyinterp.approx import MLP, Approximant
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
-from polyinterp.io import load_torch, save_parquet, save_torch
-from polyinterp.mnist.approximants import load_approximants
+from polyinterp.io import load_parquet, load_torch, save_parquet, save_torch
+from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
+from polyinterp.mnist.attack_bases import basis_approximants, basis_model_name, check_bases
+from polyinterp.mnist.attack_steps import figure_steps
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import load_mlp
 from polyinterp.mnist.preprocess import apply_preprocess
 
-COLUMNS = {"seed": "int64", "step": "int64", "k": "int64", "directions": "string", "draw": "int64",
-           "model": "string", "accuracy": "float64"}
+COLUMNS = {"seed": "int64", "step": "int64", "basis": "string", "k": "int64", "directions": "string",
+           "draw": "int64", "model": "string", "accuracy": "float64"}
 
 
 def top_right_singular_vectors(beta: torch.Tensor) -> torch.Tensor:
@@ -114,62 +125,111 @@ def _sequential_evaluator(model: nn.Sequential, x: torch.Tensor):
 
 
 @torch.no_grad()
-def ablation_rows(models, x, y, beta, k_max, draws, seed) -> list[dict]:
-    """Accuracy rows for k = 0…k_max SVD directions of ``beta`` and ``draws`` random direction sets
-    per k (drawn in the order k, draw from a generator seeded with ``seed``)."""
-    vh = top_right_singular_vectors(beta)
-    evaluators = {name: projected_evaluator(m, x) for name, m in models.items()}
+def attack_rows(models: dict, basis_betas: dict, basis_models: dict, x, y, k_max: int, draws: int,
+                seed: int) -> list[dict]:
+    """Accuracy rows for k = 0…k_max top SVD directions of each basis's β (``basis_betas``: basis → β
+    [o, d]) and for ``draws`` random direction sets per k (drawn in the order k, draw from a generator
+    seeded with ``seed``; the same sets for every basis). ``models`` are evaluated under every basis;
+    ``basis_models[basis]`` (name → model) under that basis only. Each common model's random-direction
+    accuracy is computed once and repeated under every basis."""
+    common = {name: projected_evaluator(m, x) for name, m in models.items()}
     gen = torch.Generator().manual_seed(seed)
+    random_sets = [[random_orthonormal(x.shape[1], k, gen).to(x.device) for _ in range(draws)]
+                   for k in range(k_max + 1)]
+    common_random = {(k, draw, name): _accuracy(evaluate(dirs), y)
+                     for k, sets in enumerate(random_sets) for draw, dirs in enumerate(sets)
+                     for name, evaluate in common.items()}
     rows = []
-    for k in range(k_max + 1):
-        sets = [("svd", 0, vh[:k])]
-        sets += [("random", draw, random_orthonormal(x.shape[1], k, gen).to(x.device)) for draw in range(draws)]
-        for directions, draw, dirs in sets:
-            for name, evaluate in evaluators.items():
-                rows.append(dict(k=k, directions=directions, draw=draw, model=name,
-                                 accuracy=_accuracy(evaluate(dirs), y)))
+    for basis, beta in basis_betas.items():
+        vh = top_right_singular_vectors(beta)
+        extra = {name: projected_evaluator(m, x) for name, m in basis_models.get(basis, {}).items()}
+        for k in range(k_max + 1):
+            for name, evaluate in {**common, **extra}.items():
+                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, model=name,
+                                 accuracy=_accuracy(evaluate(vh[:k]), y)))
+            for draw, dirs in enumerate(random_sets[k]):
+                for name in common:
+                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, model=name,
+                                     accuracy=common_random[k, draw, name]))
+                for name, evaluate in extra.items():
+                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, model=name,
+                                     accuracy=_accuracy(evaluate(dirs), y)))
     return rows
 
 
-def ablation_step(*, ckpt: list[str], approx: list[str], data: str, table: str, examples: str,
-                  params: dict) -> None:
-    """Rule ``mnist_svd_ablation``: every attacked (seed, step) — ``ckpt`` and ``approx`` files in
-    pairs — into one ``table``, plus ``examples`` images (for fig4) from the first seed's last
-    attacked step."""
-    if len(ckpt) != len(approx):
-        raise ConfigError(f"mnist_svd_ablation needs one approx file per checkpoint, got {len(ckpt)} and {len(approx)}")
+def _attack_setup(ckpt_path: str, approx_path: str, mixture: dict, mnist, bases: list[str], device):
+    """Test inputs, the models to attack and each basis's linear approximant for one checkpoint."""
+    state = load_torch(ckpt_path)
+    x = apply_preprocess(mnist.test_images, state["preprocess"], dtype=torch.float64).to(device)
+    fitted = load_approximants(approx_path, device)
+    mlp = load_mlp(state, device).to(torch.float64)
+    linears = basis_approximants(MLP.from_module(mlp), load_gaussian_mixture(mixture, device),
+                                 fitted["linear"], bases)
+    return state, x, {"mlp": mlp, **fitted}, linears
+
+
+def ablation_step(*, ckpt: str, approx: str, mixture: str, data: str, table: str, params: dict) -> None:
+    """Rule ``mnist_svd_ablation`` for one (seed, step): the attack under every basis of
+    ``params['bases']`` (k = 0…``k_max``, ``random_draws`` control draws) on the test images, as
+    ``table`` rows (schema: module docstring)."""
+    bases = check_bases(params["bases"])
     device = resolve_device(params["device"])
     mnist = load_mnist(data)
     y = torch.as_tensor(mnist.test_labels, device=device)
-    frames, chosen = [], None
-    for ckpt_path, approx_path in zip(ckpt, approx):
-        state = load_torch(ckpt_path)
-        x = apply_preprocess(mnist.test_images, state["preprocess"], dtype=torch.float64).to(device)
-        fitted = load_approximants(approx_path, device)
-        models = {"mlp": load_mlp(state, device).to(torch.float64), **fitted}
-        beta = fitted["linear"].beta.to(torch.float64)
-        df = pd.DataFrame(ablation_rows(models, x, y, beta, params["k_max"], params["random_draws"],
-                                        seed=int(state["seed"]) * 1_000_003 + int(state["step"])))
-        df.insert(0, "seed", int(state["seed"]))
-        df.insert(1, "step", int(state["step"]))
-        frames.append(df)
-        key = (int(state["seed"]), -int(state["step"]))
-        if chosen is None or key < chosen[0]:
-            chosen = key, ablation_examples(models["mlp"], x, y, beta, params["k_max"], state)
-    save_parquet(pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS), table)
-    save_torch(chosen[1], examples)
+    state, x, models, linears = _attack_setup(ckpt, approx, load_torch(mixture), mnist, bases, device)
+    betas = {b: lin.beta.to(torch.float64) for b, lin in linears.items()}
+    own = {b: {basis_model_name(b): lin} for b, lin in linears.items() if b != "mixture"}
+    df = pd.DataFrame(attack_rows(models, betas, own, x, y, params["k_max"], params["random_draws"],
+                                  seed=int(state["seed"]) * 1_000_003 + int(state["step"])))
+    df.insert(0, "seed", int(state["seed"]))
+    df.insert(1, "step", int(state["step"]))
+    save_parquet(df[list(COLUMNS)].astype(COLUMNS), table)
+
+
+def ablation_all_step(*, parts: list[str], ckpt: list[str], approx: list[str], mixture: str, data: str,
+                      table: str, examples: str, params: dict) -> None:
+    """Rule ``mnist_svd_ablation_all``: the per-checkpoint ``parts`` into one ``table``, and the fig4
+    ``examples`` at the first of the figure steps (``params['figure_steps']``, resolved against the
+    table's clean accuracies and ``accuracy_level``) of the seed whose checkpoints ``ckpt`` /
+    ``approx`` are (in pairs, one per attacked step)."""
+    if len(ckpt) != len(approx):
+        raise ConfigError(f"mnist_svd_ablation_all needs one approx file per checkpoint, got {len(ckpt)} and {len(approx)}")
+    frames = [load_parquet(p) for p in parts]
+    df = pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS)
+    df = df.sort_values(["seed", "step", "basis", "k", "directions", "draw", "model"], kind="stable")
+    steps = figure_steps(df, params["figure_steps"], params["accuracy_level"])
+    want = steps[0].step
+    found = [(c, a) for c, a in zip(ckpt, approx) if int(load_torch(c)["step"]) == want]
+    if not found:
+        raise ConfigError(f"figure step {want} has no checkpoint among the {len(ckpt)} given to mnist_svd_ablation_all")
+    device = resolve_device(params["device"])
+    mnist = load_mnist(data)
+    y = torch.as_tensor(mnist.test_labels, device=device)
+    bases = check_bases(params["bases"])
+    state, x, models, linears = _attack_setup(*found[0], load_torch(mixture), mnist, bases, device)
+    ex = ablation_examples(models["mlp"], x, y, {b: lin.beta.to(torch.float64) for b, lin in linears.items()},
+                           params["k_max"], state)
+    ex["chosen_as"] = steps[0].label
+    save_parquet(df.reset_index(drop=True), table)
+    save_torch(ex, examples)
 
 
 @torch.no_grad()
-def ablation_examples(model, x, y, beta, k_max, ckpt) -> dict:
-    """The first test image of each digit with k = 0…k_max directions removed (``ablated`` [10,
-    k_max + 1, d], class-major) and the MLP's predictions on them (``ablated_pred`` [10, k_max + 1]),
-    in preprocessed space; the figure picks its digit (``mnist.figures.digit``) from these."""
-    vh = top_right_singular_vectors(beta)
+def ablation_examples(model, x, y, basis_betas: dict, k_max, ckpt) -> dict:
+    """The first test image of each digit with k = 0…k_max directions of each basis removed
+    (``ablated`` [bases, 10, k_max + 1, d], class-major within a basis) and the MLP's predictions on
+    them (``ablated_pred`` [bases, 10, k_max + 1]), in preprocessed space; ``bases`` names the first
+    axis. The figure picks its digit (``mnist.figures.digit``) from these."""
     firsts = torch.stack([(y == c).nonzero()[0, 0] for c in range(10)])
-    ablated = torch.stack([project_out(x[firsts], vh[:k]) for k in range(k_max + 1)], 1)  # [10, k+1, d]
-    pred = model(ablated.reshape(-1, x.shape[1])).argmax(1).reshape(10, k_max + 1)
+    ablated, preds = [], []
+    for beta in basis_betas.values():
+        vh = top_right_singular_vectors(beta)
+        a = torch.stack([project_out(x[firsts], vh[:k]) for k in range(k_max + 1)], 1)  # [10, k+1, d]
+        ablated.append(a)
+        preds.append(model(a.reshape(-1, x.shape[1])).argmax(1).reshape(10, k_max + 1))
     return {
         "seed": int(ckpt["seed"]), "step": int(ckpt["step"]), "preprocess": ckpt["preprocess"],
-        "k": torch.arange(k_max + 1), "labels": torch.arange(10), "ablated": ablated.cpu(), "ablated_pred": pred.cpu(),
+        "test_accuracy": float(ckpt["test_accuracy"]), "bases": list(basis_betas),
+        "k": torch.arange(k_max + 1), "labels": torch.arange(10),
+        "ablated": torch.stack(ablated).cpu(), "ablated_pred": torch.stack(preds).cpu(),
     }

@@ -23,7 +23,7 @@ import torch
 from polyinterp.approx import MLP, fvu, kl_divergence
 from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
-from polyinterp.io import load_torch, save_parquet
+from polyinterp.io import load_parquet, load_torch, save_parquet
 from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import load_mlp
@@ -97,6 +97,6 @@ def metrics_step(*, ckpt: str, approx: str, mixture: str, data: str, metrics: st
 
 def metrics_all_step(*, parts: list[str], metrics: str) -> None:
     """Rule ``mnist_metrics_all``: the per-checkpoint tables ``parts`` in one tidy, sorted table ``metrics``."""
-    df = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    df = pd.concat([load_parquet(p) for p in parts], ignore_index=True)
     df = df.astype(COLUMNS).sort_values(["seed", "step", "approximant", "distribution", "metric"], kind="stable")
     save_parquet(df.reset_index(drop=True), metrics)

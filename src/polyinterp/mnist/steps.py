@@ -9,4 +9,6 @@ STEPS = {
     "mnist_metrics": "polyinterp.mnist.metrics:metrics_step",
     "mnist_metrics_all": "polyinterp.mnist.metrics:metrics_all_step",
     "mnist_svd_ablation": "polyinterp.mnist.ablation:ablation_step",
+    "mnist_svd_ablation_all": "polyinterp.mnist.ablation:ablation_all_step",
+    "mnist_attack_summary": "polyinterp.mnist.attack_summary:attack_summary_step",
 }

@@ -1,0 +1,98 @@
+"""The attack's strength over training, per basis: what fig6 draws and the README quotes.
+
+From the attack table (:mod:`polyinterp.mnist.ablation`): at each attacked step, the test accuracy
+left with the top-k SVD directions removed, for the MLP, the linear approximant that defines the
+basis and the mixture's exact quadratic, and the MLP under k random directions; mean, min and max
+over seeds, beside the step's clean test accuracy (k = 0, seed mean).
+
+Table schema (``results/mnist/attack_strength.parquet``): k int64, basis str (``any`` for the random
+control), model str (``mlp``, ``linear``/``linear_<basis>``, ``quadratic``, ``random``), step int64,
+clean_accuracy, mean, min, max float64, n_seeds int64.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from polyinterp.io import atomic_path, load_parquet, save_parquet
+from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack_steps import clean_accuracy
+
+COLUMNS = {"k": "int64", "basis": "string", "model": "string", "step": "int64", "clean_accuracy": "float64",
+           "mean": "float64", "min": "float64", "max": "float64", "n_seeds": "int64"}
+KS = (4, 10)
+
+
+def summary_ks(table: pd.DataFrame) -> list[int]:
+    """The k the summary reports: 4 and 10 (the paper's), or k_max when the table stops earlier."""
+    k_max = int(table.k.max())
+    return list(dict.fromkeys(min(k, k_max) for k in KS))
+
+
+def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Rows of the summary for one k (schema: module docstring), in basis order of
+    :data:`polyinterp.mnist.attack_bases.BASES`, steps ascending. Random directions: the MLP, mean
+    over draws first, then over seeds (the same draws under every basis, so read once)."""
+    clean = clean_accuracy(table)
+    bases = [b for b in BASES if b in set(table.basis)]
+    parts = []
+    for basis in bases:
+        svd = table[(table.directions == "svd") & (table.k == k) & (table.basis == basis)
+                    & table.model.isin(["mlp", basis_model_name(basis), "quadratic"])]
+        parts.append(svd.assign(basis=basis))
+    if bases:
+        rnd = table[(table.directions == "random") & (table.k == k) & (table.model == "mlp") & (table.basis == bases[0])]
+        parts.append(rnd.assign(basis="any", model="random"))
+    rows = pd.concat(parts, ignore_index=True) if parts else table.iloc[:0]
+    per_seed = rows.groupby(["basis", "model", "step", "seed"], sort=False)["accuracy"].mean()
+    stats = per_seed.groupby(["basis", "model", "step"], sort=False).agg(["mean", "min", "max", "count"]).reset_index()
+    stats = stats.rename(columns={"count": "n_seeds"})
+    stats.insert(0, "k", k)
+    stats.insert(4, "clean_accuracy", stats.step.map(clean))
+    basis_rank = {b: i for i, b in enumerate([*bases, "any"])}
+    model_rank = lambda m: 0 if m == "mlp" else (2 if m == "quadratic" else 1)  # noqa: E731
+    keys = {"basis": lambda c: c.map(basis_rank), "model": lambda c: c.map(model_rank), "step": lambda c: c}
+    stats = stats.sort_values(["basis", "model", "step"], key=lambda c: keys[c.name](c), kind="stable")
+    return stats[list(COLUMNS)].astype(COLUMNS).reset_index(drop=True)
+
+
+def attack_summary_table(table: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([attack_strength(table, k) for k in summary_ks(table)], ignore_index=True)
+
+
+def _header(basis: str, model: str) -> str:
+    if basis == "any":
+        return "MLP, random directions"
+    name = {"mlp": "MLP", "quadratic": "quadratic (mixture)"}.get(model, model)
+    return f"{name}, β under {basis.replace('_', ' ')}"
+
+
+def attack_summary_markdown(summary: pd.DataFrame, title: str) -> str:
+    """One wide table per k: a row per step (clean accuracy, then each basis's MLP / own linear
+    approximant / exact quadratic, then the random control), seed means (± sd is not shown; min–max
+    are in the Parquet file)."""
+    lines = [f"# {title}", ""]
+    for k, at in summary.groupby("k", sort=True):
+        cols = list(dict.fromkeys(zip(at.basis, at.model)))
+        wide = at.pivot_table(index="step", columns=["basis", "model"], values="mean")
+        clean = at.groupby("step").clean_accuracy.first()
+        lines += [f"Top {k} SVD directions removed: test accuracy (mean over {int(at.n_seeds.max())} seed(s)).", "",
+                  "| step | clean | " + " | ".join(_header(b, m) for b, m in cols) + " |",
+                  "|---" * (2 + len(cols)) + "|"]
+        for step in wide.index:
+            vals = " | ".join(f"{wide.loc[step, c]:.3f}" if c in wide.columns and pd.notna(wide.loc[step, c]) else "—"
+                              for c in cols)
+            lines.append(f"| {int(step)} | {clean[step]:.3f} | {vals} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def attack_summary_step(*, table: str, summary: str, markdown: str) -> None:
+    """Rule ``mnist_attack_summary``: the attack table's strength over training, as Parquet
+    (``summary``) and Markdown (``markdown``)."""
+    df = load_parquet(table)
+    out = attack_summary_table(df)
+    save_parquet(out, summary)
+    seeds = ", ".join(str(s) for s in sorted(df.seed.unique()))
+    with atomic_path(markdown) as tmp:
+        tmp.write_text(attack_summary_markdown(out, f"SVD attack strength over training (seeds {seeds})"))
