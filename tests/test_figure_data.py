@@ -112,10 +112,10 @@ def test_fig1_shows_the_configured_digit_at_each_checkpoint(res, tmp_path):
         g_beta, g_gamma = _relu_mlp_gaussian_fit(torch.load(ck, weights_only=False), 7)
         g_vals = torch.linalg.eigvalsh(g_gamma)
         g_top = float(g_vals[g_vals.abs().argmax()])
-        gauss = drawn[(s, "gaussian_gamma")]
+        gauss = drawn[(s, "standard_normal_gamma")]
         assert gauss["eigval"] == pytest.approx(g_top, rel=1e-6)
         assert gauss["variance_share"] == pytest.approx(g_top ** 2 / float((g_vals ** 2).sum()), rel=1e-6)
-        assert drawn[(s, "gaussian_beta")]["variance"] == pytest.approx(float(g_beta @ g_beta), rel=1e-6)
+        assert drawn[(s, "standard_normal_beta")]["variance"] == pytest.approx(float(g_beta @ g_beta), rel=1e-6)
 
 
 def test_fig4_shows_the_configured_digit_at_the_first_figure_step_for_every_basis(res, tmp_path):

@@ -57,5 +57,5 @@ def test_deflation_steps_rerun_the_plan_but_not_training(copy):
 
 def test_accuracy_level_reruns_the_attack_summary_not_the_attacks(copy):
     jobs = _dry(copy, "mnist:\n  ablation:\n    accuracy_level: 0.5\n")
-    assert jobs == {"mnist_svd_ablation_all", "fig4_ablated_digits", "fig5_ablation_accuracy",
+    assert jobs == {"mnist_svd_ablation_all", "mnist_attack_summary", "fig4_ablated_digits", "fig5_ablation_accuracy",
                     "fig6_attack_strength", "scorecard"}, jobs

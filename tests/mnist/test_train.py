@@ -14,7 +14,7 @@ from polyinterp.io import load_torch
 from polyinterp.mnist.data import MNIST
 from polyinterp.mnist.model import make_mlp
 from polyinterp.mnist.schedule import checkpoint_steps
-from polyinterp.mnist.train import EpochBatches, learning_rate, train_mlp
+from polyinterp.mnist.train import EpochBatches, learning_rate, recipe, train_mlp
 
 
 def synthetic_mnist(n_train=2000, n_test=400, seed=0):
@@ -230,3 +230,15 @@ def test_schedule_free_with_a_cosine_schedule_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"'mnist\.train\.optimizer' is 'sgd'"):
         train_mlp(data, {**PARAMS, "optimizer": "sgd"}, seed=0, ckpt_paths={10: tmp_path / "x.pt"})
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_recipe_keys_that_change_nothing_are_not_passed_to_the_training_rule():
+    """Adding the recipe keys at their defaults must not retrain existing runs (Snakemake's params trigger)."""
+    from polyinterp.mnist.schedule import train_params
+
+    base = {"hidden": 256, "lr": 0.002}
+    assert train_params({**base, "optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}) == base
+    assert train_params({**base, "optimizer": "adamw", "schedule": "none", "cosine_epochs": 7}) == {**base, "optimizer": "adamw"}
+    cos = {**base, "optimizer": "adamw", "schedule": "cosine_per_epoch", "cosine_epochs": 7}
+    assert train_params(cos) == cos
+    assert recipe(train_params({**base, "optimizer": "schedulefree_adamw", "schedule": "none"})) == recipe({})

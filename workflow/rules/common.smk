@@ -6,7 +6,9 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
 from polyinterp.config import validate_config
-from polyinterp.mnist.schedule import checkpoint_steps, panel_steps, resolve_steps, sgd_checkpoints, sgd_settings
+from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, sgd_checkpoints, sgd_settings,
+                                      train_params)
+from polyinterp.mnist.attack_steps import check_figure_steps
 
 validate_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -61,6 +63,7 @@ ABLATION_STEPS = (
     if config["mnist"]["ablation"]["steps"] == "all"
     else resolve_steps(config["mnist"]["ablation"]["steps"], MNIST_STEPS, "mnist.ablation.steps")
 )
+check_figure_steps(config["mnist"]["ablation"]["figure_steps"], ABLATION_STEPS)
 
 
 def figure_files(name):

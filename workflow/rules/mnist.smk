@@ -81,7 +81,7 @@ rule mnist_train:
         step=step_params(
             "mnist_train",
             lambda wc: {
-                **config["mnist"]["train"],
+                **train_params(config["mnist"]["train"]),
                 "preprocess": config["mnist"]["preprocess"],
                 "seed": int(wc.seed),
                 "steps": MNIST_STEPS,

@@ -117,7 +117,8 @@ def direction_variance_share(gamma: torch.Tensor, direction: torch.Tensor, cov: 
     if (cov is None) == (cov_sqrt is None):
         raise ApproxInputError("direction_variance_share needs exactly one of cov, cov_sqrt")
     S = psd_sqrt(_square(cov, "cov", gamma.shape[0])) if cov_sqrt is None else _square(cov_sqrt, "cov_sqrt", gamma.shape[0])
-    e = direction.to(DT).reshape(-1)
+    S = S.to(gamma.device)
+    e = direction.to(device=gamma.device, dtype=DT).reshape(-1)
     if e.numel() != gamma.shape[0]:
         raise ApproxInputError(f"direction must have {gamma.shape[0]} entries, got {e.numel()}")
     M = S @ gamma @ S
@@ -132,7 +133,7 @@ def direction_variance_share(gamma: torch.Tensor, direction: torch.Tensor, cov: 
 def linear_pattern(beta: torch.Tensor, cov: torch.Tensor) -> tuple[torch.Tensor, float]:
     """The linear pattern Σβ = Cov(x, βᵀx) [d] and the variance βᵀΣβ of the linear term."""
     cov = _square(cov, "cov")
-    beta = beta.to(DT).reshape(-1)
+    beta = beta.to(device=cov.device, dtype=DT).reshape(-1)
     if beta.numel() != cov.shape[0]:
         raise ApproxInputError(f"beta must have {cov.shape[0]} entries (the covariance's size), got {beta.numel()}")
     pattern = cov @ beta
@@ -162,8 +163,8 @@ def feature_summary(gamma: torch.Tensor, beta: torch.Tensor, cov: torch.Tensor, 
                     cov_sqrt: torch.Tensor | None = None) -> FeatureSummary:
     """Filters and patterns of one output's β [d] and Γ [d, d] under the covariance Σ [d, d] (PSD);
     ``cov_sqrt``: Σ's root from :func:`psd_sqrt`, when already computed."""
-    cov = _square(cov, "cov", gamma.shape[-1])
-    S = psd_sqrt(cov) if cov_sqrt is None else cov_sqrt
+    cov = _square(cov, "cov", gamma.shape[-1]).to(gamma.device)
+    S = psd_sqrt(cov) if cov_sqrt is None else cov_sqrt.to(gamma.device)
     pattern, variance = linear_pattern(beta, cov)
     lam, vec = top_eigenpair(gamma)
     return FeatureSummary(beta.to(DT).reshape(-1), pattern, variance, lam, vec,

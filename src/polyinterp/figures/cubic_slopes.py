@@ -29,7 +29,7 @@ def slopes_figure(*, scan: list[str], slopes: list[str], seeds: str, out: list[s
     seed's band slopes and median. Returns what it drew: ``scan_latents``, ``seed_band`` (c, mean,
     min, max, n_seeds) and per seed ``median_c`` and ``band_c``."""
     scans = pd.concat([load_parquet(p) for p in scan], ignore_index=True)
-    scan = scans[scans.seed == scans.seed.min()] if len(scans) else scans
+    scan = scans[scans.seed == scans.seed.iloc[0]] if len(scans) else scans  # the first configured seed
     bests = pd.concat([load_parquet(p) for p in slopes], ignore_index=True)
     per_seed = load_parquet(seeds)
     drawn = {"scan_latents": [], "seeds": []}

@@ -10,10 +10,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from polyinterp.errors import DataError
 from polyinterp.figures.style import COLORS, LABELS
-from polyinterp.io import load_parquet, load_torch, save_figure
+from polyinterp.io import load_torch, save_figure
 from polyinterp.mnist.attack_bases import BASES, basis_model_name
-from polyinterp.mnist.attack_steps import figure_steps
+from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.attack_summary import attack_strength, summary_ks
 
 BASIS_STYLES = {"mixture": "-", "gaussian": "--", "standard_normal": ":"}
@@ -37,6 +38,9 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     import matplotlib.pyplot as plt
 
     ex = load_torch(examples)
+    if "bases" not in ex:
+        raise DataError(f"{examples} was written by an older version of the attack (no bases); rerun it with"
+                        " `snakemake --forcerun mnist_svd_ablation_all`.")
     digit = int(params["digit"])
     ks = ex["k"].tolist()[1:]
     k_max = ks[-1] if ks else 0
@@ -90,7 +94,7 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
     Returns the lines drawn: step, chosen_as, basis, model, directions, k, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
-    df = load_parquet(table)
+    df = load_attack_table(table)
     steps = figure_steps(df, params["figure_steps"], params["accuracy_level"])
     lines = []
     fig, axes = plt.subplots(1, len(steps), figsize=(6 * len(steps), 4.5), squeeze=False, sharey=True)
@@ -136,7 +140,7 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
     step, clean_accuracy, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
-    df = load_parquet(table)
+    df = load_attack_table(table)
     ks = summary_ks(df)
     fig, axes = plt.subplots(len(ks), 2, figsize=(11, 3.8 * len(ks)), squeeze=False, sharey=True)
     curves = []
@@ -150,8 +154,10 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
                 color = BASIS_COLORS[basis]
                 style = "-" if model == "mlp" else (":" if model == "quadratic" else "--")
                 label = f"{LABELS.get(model, model.replace('_', ' '))}, {basis}"
-            for col, x in enumerate((np.log2(c.step.to_numpy(float)), c.clean_accuracy.to_numpy())):
-                _band(axes[row, col], x, c, color, style, label if col == 0 else None,
+            by_acc = c.sort_values("clean_accuracy", kind="stable")  # a line in x order, not in step order
+            for col, (x, data) in enumerate(((np.log2(c.step.to_numpy(float)), c),
+                                             (by_acc.clean_accuracy.to_numpy(), by_acc))):
+                _band(axes[row, col], x, data, color, style, label if col == 0 else None,
                       marker="o" if model == "mlp" else None)
             curves.append({"k": k, "basis": basis, "model": model, "step": c.step.tolist(),
                            "clean_accuracy": c.clean_accuracy.tolist(), "accuracy": c["mean"].tolist(),

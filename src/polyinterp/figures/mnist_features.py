@@ -21,8 +21,8 @@ ROWS = (
     ("mixture_linear_pattern", "mixture Σβ\n(pattern)"),
     ("mixture_gamma_raw", "mixture Γ\nraw top eigvec"),
     ("mixture_gamma_whitened", "mixture Γ\nwhitened top\nΣ½v"),
-    ("gaussian_beta", "N(0, I) β"),
-    ("gaussian_gamma", "N(0, I) Γ\ntop eigvec"),
+    ("standard_normal_beta", "N(0, I) β"),
+    ("standard_normal_gamma", "N(0, I) Γ\ntop eigvec"),
 )
 
 

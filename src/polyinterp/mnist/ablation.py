@@ -31,10 +31,10 @@ from torch import nn
 from polyinterp.approx import MLP, Approximant
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
-from polyinterp.io import load_parquet, load_torch, save_parquet, save_torch
+from polyinterp.io import load_torch, save_parquet, save_torch
 from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
 from polyinterp.mnist.attack_bases import basis_approximants, basis_model_name, check_bases
-from polyinterp.mnist.attack_steps import figure_steps
+from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import load_mlp
 from polyinterp.mnist.preprocess import apply_preprocess
@@ -194,7 +194,7 @@ def ablation_all_step(*, parts: list[str], ckpt: list[str], approx: list[str], m
     ``approx`` are (in pairs, one per attacked step)."""
     if len(ckpt) != len(approx):
         raise ConfigError(f"mnist_svd_ablation_all needs one approx file per checkpoint, got {len(ckpt)} and {len(approx)}")
-    frames = [load_parquet(p) for p in parts]
+    frames = [load_attack_table(p) for p in parts]
     df = pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS)
     df = df.sort_values(["seed", "step", "basis", "k", "directions", "draw", "model"], kind="stable")
     steps = figure_steps(df, params["figure_steps"], params["accuracy_level"])

@@ -41,6 +41,28 @@ def accuracy_level_step(table: pd.DataFrame, level: float) -> FigureStep:
     return FigureStep(step, f"most accurate step ({acc[step]:.3f}; none reaches {level:g})")
 
 
+def check_figure_steps(requested: list, attacked: list[int]) -> None:
+    """Refuse, when the workflow is parsed, a step number in ``mnist.ablation.figure_steps`` that is
+    not attacked (``mnist.ablation.steps``)."""
+    for item in requested:
+        if isinstance(item, int) and item not in attacked:
+            raise ConfigError(f"config key 'mnist.ablation.figure_steps' names step {item}, which is not attacked;"
+                              f" use \"accuracy_level\", \"last\" or one of {attacked} (or add it to mnist.ablation.steps).")
+
+
+def load_attack_table(path) -> pd.DataFrame:
+    """The attack table at ``path``, refused with the rule to rerun when it predates the ``basis``
+    column (results copied from an older version of the pipeline)."""
+    from polyinterp.errors import DataError
+    from polyinterp.io import load_parquet
+
+    df = load_parquet(path)
+    if "basis" not in df.columns:
+        raise DataError(f"{path} has no 'basis' column: it was written by an older version of the attack;"
+                        " rerun it with `snakemake --forcerun mnist_svd_ablation`.")
+    return df
+
+
 def figure_steps(table: pd.DataFrame, requested: list, level: float) -> list[FigureStep]:
     """Resolve ``mnist.ablation.figure_steps`` entries (a step number, ``"last"`` or
     ``"accuracy_level"``) against the steps the attack table holds; duplicates are dropped."""

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from polyinterp.io import atomic_path, load_parquet, save_parquet
+from polyinterp.io import atomic_path, save_parquet
 from polyinterp.mnist.attack_bases import BASES, basis_model_name
-from polyinterp.mnist.attack_steps import clean_accuracy
+from polyinterp.mnist.attack_steps import clean_accuracy, load_attack_table
 
 COLUMNS = {"k": "int64", "basis": "string", "model": "string", "step": "int64", "clean_accuracy": "float64",
            "mean": "float64", "min": "float64", "max": "float64", "n_seeds": "int64"}
@@ -90,7 +90,7 @@ def attack_summary_markdown(summary: pd.DataFrame, title: str) -> str:
 def attack_summary_step(*, table: str, summary: str, markdown: str) -> None:
     """Rule ``mnist_attack_summary``: the attack table's strength over training, as Parquet
     (``summary``) and Markdown (``markdown``)."""
-    df = load_parquet(table)
+    df = load_attack_table(table)
     out = attack_summary_table(df)
     save_parquet(out, summary)
     seeds = ", ".join(str(s) for s in sorted(df.seed.unique()))

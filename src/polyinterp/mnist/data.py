@@ -236,7 +236,7 @@ def load_mnist(path: str | Path, counts: tuple[int, int] = (N_TRAIN, N_TEST)) ->
                 train_images=z["train_images"], train_labels=z["train_labels"],
                 test_images=z["test_images"], test_labels=z["test_labels"], source=str(z["source"]),
             )
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as exc:  # truncated or not ours
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:  # truncated or not ours
         raise unreadable(path, exc) from exc
     return mnist.check(str(path), counts)
 

@@ -5,6 +5,23 @@ from __future__ import annotations
 from polyinterp.errors import ConfigError
 
 
+RECIPE_DEFAULTS = {"optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}
+
+
+def train_params(train: dict) -> dict:
+    """``mnist.train`` as rule ``mnist_train`` passes it on: the recipe keys that change nothing are
+    left out (``optimizer`` / ``schedule`` at their defaults, ``cosine_epochs`` without the cosine
+    schedule), so adding or editing them does not retrain a run they do not affect (Snakemake's
+    params trigger); :func:`polyinterp.mnist.train.recipe` fills the defaults back in."""
+    out = dict(train)
+    for key in ("optimizer", "schedule"):
+        if out.get(key) == RECIPE_DEFAULTS[key]:
+            out.pop(key)
+    if out.get("schedule", "none") != "cosine_per_epoch":
+        out.pop("cosine_epochs", None)
+    return out
+
+
 def checkpoint_steps(first_pow: int, last_pow: int, per_octave: int) -> list[int]:
     """Step 0 and round(2^(first_pow + j/per_octave)) for j = 0 … per_octave·(last_pow − first_pow).
 
