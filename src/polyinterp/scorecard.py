@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from polyinterp.io import atomic_path, load_parquet, save_parquet
-from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import accuracy_level_step
 
 COLUMNS = {"study": "string", "claim": "string", "reference": "string", "tolerance": "string",
@@ -102,7 +102,7 @@ def attack_claims(ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
     chosen = accuracy_level_step(ablation, accuracy_level)
     svd = ablation[(ablation.directions == "svd") & (ablation.step == chosen.step)]
     out = []
-    for basis in [b for b in BASES if b in set(svd.basis)]:
+    for basis in present_bases(svd.basis):
         at = svd[svd.basis == basis].pivot_table(index="k", columns=["model", "seed"], values="accuracy")
         mlp, where = at["mlp"], f"step {chosen.step} ({chosen.label}), test images"
         tag = f"SVD attack, β under {basis.replace('_', ' ')}"

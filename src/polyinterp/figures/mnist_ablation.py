@@ -8,12 +8,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from polyinterp.errors import DataError
 from polyinterp.figures.style import COLORS, LABELS
 from polyinterp.io import load_torch, save_figure
-from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.attack_summary import attack_strength, summary_ks
 
@@ -75,12 +74,6 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     return drawn
 
 
-def _bases(df: pd.DataFrame) -> list[str]:
-    """The bases present, in the order of :data:`BASES`."""
-    present = set(df.basis)
-    return [b for b in BASES if b in present]
-
-
 def _band(ax, x, stats, color, style, label, marker=None):
     ax.plot(x, stats["mean"], style, color=color, label=label, marker=marker, ms=3)
     ax.fill_between(x, stats["min"], stats["max"], color=color, alpha=0.12, lw=0)
@@ -100,7 +93,7 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
     fig, axes = plt.subplots(1, len(steps), figsize=(6 * len(steps), 4.5), squeeze=False, sharey=True)
     for ax, chosen in zip(axes[0], steps):
         at = df[df.step == chosen.step]
-        for basis in _bases(at):
+        for basis in present_bases(at.basis):
             svd = at[(at.basis == basis) & (at.directions == "svd")]
             for model, color in (("mlp", COLORS["mlp"]), (basis_model_name(basis), BASIS_COLORS[basis]),
                                  ("quadratic", COLORS["quadratic"])):
@@ -112,7 +105,7 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
                 lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": basis, "model": model,
                               "directions": "svd", "k": stats.index.tolist(), "accuracy": stats["mean"].tolist(),
                               "min": stats["min"].tolist(), "max": stats["max"].tolist()})
-        first = _bases(at)[0]
+        first = present_bases(at.basis)[0]
         rnd = at[(at.basis == first) & (at.directions == "random") & (at.model == "mlp")]
         if len(rnd):
             stats = rnd.groupby("k")["accuracy"].agg(["mean", "min", "max"])

@@ -31,6 +31,12 @@ def check_bases(bases) -> list[str]:
     return bases
 
 
+def present_bases(names) -> list[str]:
+    """The bases among ``names`` (e.g. a table's ``basis`` column), in the order of :data:`BASES`."""
+    present = set(names)
+    return [b for b in BASES if b in present]
+
+
 def basis_model_name(basis: str) -> str:
     """Name, in the attack table's ``model`` column, of the linear approximant that defines ``basis``."""
     return "linear" if basis == "mixture" else f"linear_{basis}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from polyinterp.io import atomic_path, save_parquet
-from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import clean_accuracy, load_attack_table
 
 COLUMNS = {"k": "int64", "basis": "string", "model": "string", "step": "int64", "clean_accuracy": "float64",
@@ -34,7 +34,7 @@ def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
     :data:`polyinterp.mnist.attack_bases.BASES`, steps ascending. Random directions: the MLP, mean
     over draws first, then over seeds (the same draws under every basis, so read once)."""
     clean = clean_accuracy(table)
-    bases = [b for b in BASES if b in set(table.basis)]
+    bases = present_bases(table.basis)
     parts = []
     for basis in bases:
         svd = table[(table.directions == "svd") & (table.k == k) & (table.basis == basis)
