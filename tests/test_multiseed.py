@@ -75,8 +75,9 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
         coarse = scan[(scan.stage == "coarse") & scan.is_band]
         if len(coarse):
             meds.append(coarse.groupby("c").r2.median())
-    if meds:
-        both = pd.concat(meds, axis=1)
-        np.testing.assert_allclose(drawn["seed_band"]["max"], both.max(axis=1).to_numpy())
-        np.testing.assert_allclose(drawn["seed_band"]["min"], both.min(axis=1).to_numpy())
-        assert max(drawn["seed_band"]["n_seeds"]) == len(meds)
+    if not meds:
+        pytest.skip("neither smoke seed has band latents: the seed band has nothing to check")
+    both = pd.concat(meds, axis=1)
+    np.testing.assert_allclose(drawn["seed_band"]["max"], both.max(axis=1).to_numpy())
+    np.testing.assert_allclose(drawn["seed_band"]["min"], both.min(axis=1).to_numpy())
+    assert max(drawn["seed_band"]["n_seeds"]) == len(meds)
