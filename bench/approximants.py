@@ -7,10 +7,14 @@ configuration runs in its own subprocess so that the peak resident memory is its
 solver plan (whitening, joint-diagonal basis and deflation vectors, once per mixture; rule
 ``mnist_solver_plan`` in the pipeline) is built first and timed separately ("plan s"); "seconds" is
 the solve alone. "inner" is the precision of the products inside PCG (``--inner-dtype``, default
-auto), "deflated" the number of eigenvectors deflated.
+auto), "deflated" the number of eigenvectors deflated. ``gaussian_deg<n>`` (e.g. ``gaussian_deg4``; K = 1
+only) is the exact degree-n polynomial under one Gaussian in factored Hermite form
+(``gaussian_polynomial_approximant``); its rows add the analytic FVU, the seconds it takes, and the
+seconds to evaluate the polynomial on 10⁴ inputs.
 
     python bench/approximants.py                       # CPU (and CUDA when present), table to stdout
     python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --devices cpu
+    python bench/approximants.py --hidden 256 --K 1 --methods gaussian_deg4 --devices cpu
 
 The mixture is the MNIST class mixture written by the workflow (``--mixture``, default
 ``results/mnist/mixture.pt``) when that file exists, else a synthetic MNIST-like one (28×28 images
@@ -75,6 +79,7 @@ def _peak_mb(device: str) -> float:
 def run_one(cfg: dict) -> dict:
     """One (device, h, K, method) measurement, in this process."""
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
+    from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
 
     device, h, K, method = cfg["device"], cfg["h"], cfg["K"], cfg["method"]
     raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None)
@@ -105,9 +110,21 @@ def run_one(cfg: dict) -> dict:
     elif method == "quadratic_sgd":
         res = quadratic_approximant(mlp, mix, method="sgd", steps=cfg["sgd_steps"], batch=cfg["sgd_batch"],
                                     seed=0)
+    elif _gaussian_degree(method) is not None:
+        if K != 1:
+            raise SystemExit(f"{method} is the polynomial under one Gaussian; use --K 1")
+        res = gaussian_polynomial_approximant(mlp, mix.means[0], mix.covs[0], degree=_gaussian_degree(method))
     else:
         raise SystemExit(f"unknown method {method}")
     _record(out, res, t0, device)
+    if _gaussian_degree(method) is not None:
+        t1 = time.perf_counter()
+        out["exact_fvu"] = res.fvu()  # a Python float: synchronises on CUDA
+        out["fvu_seconds"] = time.perf_counter() - t1
+        x = mix.sample(10_000, seed=7)
+        t1 = time.perf_counter()
+        float(res(x).sum())
+        out["eval_seconds"] = time.perf_counter() - t1
     if cfg.get("fvu_samples"):
         x = mix.sample(cfg["fvu_samples"], seed=123)
         out["fvu"] = fidelity(mlp, res, x)["fvu"]
@@ -128,6 +145,12 @@ def run_one(cfg: dict) -> dict:
         _record(warm, res2, t0, device)
         rows.append(warm)
     return rows
+
+
+def _gaussian_degree(method: str) -> int | None:
+    """n for a method ``gaussian_deg<n>``, else None."""
+    tail = method.removeprefix("gaussian_deg")
+    return int(tail) if tail != method and tail.isdigit() else None
 
 
 def _record(out: dict, res, t0: float, device: str) -> None:
@@ -154,7 +177,8 @@ def main(argv=None):
     ap.add_argument("--K", type=int, nargs="+", default=[1, 10])
     ap.add_argument("--methods", nargs="+",
                     default=["linear", "quadratic_exact", "quadratic_sgd"],
-                    help="quadratic_exact with K > 1 also times a warm start (row quadratic_exact_warm)")
+                    help="quadratic_exact with K > 1 also times a warm start (row quadratic_exact_warm); "
+                         "gaussian_deg<n> (e.g. gaussian_deg4): the degree-n polynomial under one Gaussian, K = 1 only")
     ap.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
     ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
     ap.add_argument("--tol", type=float, default=1e-6)
@@ -176,13 +200,18 @@ def main(argv=None):
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rows = []
     env = dict(os.environ)
+    gauss = any(_gaussian_degree(m) is not None for m in args.methods)
     print("| device | h | K | method | seconds | plan s (once per mixture) | peak MB | CG its | inner | deflated "
-          "| residual | conv. |" + (" FVU |" if args.fvu_samples else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else ""))
+          "| residual | conv. |" + (" FVU |" if args.fvu_samples else "")
+          + (" exact FVU | FVU s | eval s (10⁴ inputs) |" if gauss else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else "")
+          + ("---|---|---|" if gauss else ""))
     for device in devices:
         for h in args.hidden:
             for K in args.K:
                 for method in args.methods:
+                    if _gaussian_degree(method) is not None and K != 1:
+                        continue  # one Gaussian only
                     cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
@@ -197,12 +226,12 @@ def main(argv=None):
                     for ln in lines:
                         r = json.loads(ln[7:])
                         rows.append(r)
-                        _print_row(r, args.fvu_samples)
+                        _print_row(r, args.fvu_samples, gauss)
     if args.json:
         Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _print_row(r: dict, fvu_samples: int) -> None:
+def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
     method = r["method"]
     res = r["residual"]
     res_s = "" if res is None or (isinstance(res, float) and math.isnan(res)) else f"{res:.1e}"
@@ -210,6 +239,9 @@ def _print_row(r: dict, fvu_samples: int) -> None:
     conv = r["converged"] if r["converged"] is not None else ""
     fvu = f" {r['fvu']:.4f} |" if fvu_samples and "fvu" in r else (" |" if fvu_samples else "")
     plan = f"{r['plan_seconds']:.1f}" if "plan_seconds" in r else ""
+    if gauss:
+        fvu += (f" {r['exact_fvu']:.4f} | {r['fvu_seconds']:.2f} | {r['eval_seconds']:.3f} |" if "exact_fvu" in r
+                else " | | |")
     print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {plan} | {r['peak_mb']:.0f} | {its} | "
           f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} |" + fvu, flush=True)
 

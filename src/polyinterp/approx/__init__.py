@@ -12,6 +12,7 @@ from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.errors import ApproxConvergenceError, ApproxInputError
 from polyinterp.approx.features import (FeatureSummary, QuadraticFeatures, direction_variance_share, feature_summary,
                                         linear_pattern, psd_sqrt, top_eigenpair, whitened_quadratic_features)
+from polyinterp.approx.hermite_ridge import HermiteRidgeApproximant, gaussian_polynomial_approximant
 from polyinterp.approx.linear import linear_approximant, solve_covariance
 from polyinterp.approx.metrics import expected_inner, expected_sq_norm, fidelity, fvu, kl_divergence
 from polyinterp.approx.mixture import GaussianMixture
@@ -22,6 +23,7 @@ from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.univariate import derivative_expectations, gaussian_moments, hermite_moments
 
 __all__ = [
+    "HermiteRidgeApproximant", "gaussian_polynomial_approximant",
     "ACTIVATIONS", "Activation", "ApproxConvergenceError", "ApproxInputError", "Approximant", "ExactOptions",
     "FeatureSummary", "GLU", "GaussianMixture", "MLP", "QuadraticFeatures", "SGDOptions", "SolverPlan",
     "derivative_expectations", "direction_variance_share", "expected_inner", "expected_sq_norm", "feature_summary",
