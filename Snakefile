@@ -22,6 +22,7 @@ include: "workflow/rules/mnist.smk"
 include: "workflow/rules/cubic.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/scorecard.smk"
+include: "workflow/rules/run_config.smk"
 
 
 rule all:
@@ -34,3 +35,4 @@ rule figures:
     localrule: True
     input:
         [f for f in ALL_TARGETS if f.startswith("results/figures/")],
+        RUN_CONFIG,

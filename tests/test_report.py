@@ -2,16 +2,20 @@
 
 import pytest
 
-from workflow_helpers import SMOKE, run_snakemake
+from workflow_helpers import SMOKE, run_snakemake, runtime_only_env
 
 
 @pytest.mark.e2e
 def test_report_bundles_all_figures(smoke_run):
+    """Built where only the runtime dependencies can be imported (the README's first install line,
+    no test extra): issue 16 found the report needing pygments, which only pytest brought."""
     report = smoke_run / "report.html"
-    run_snakemake(smoke_run, "--report", str(report), configfiles=(SMOKE, smoke_run / "overlay.yaml"))
+    run_snakemake(smoke_run, "--report", str(report), configfiles=(SMOKE, smoke_run / "overlay.yaml"),
+                  env=runtime_only_env())
     assert report.stat().st_size > 50_000
     # the report is a zip-less single HTML page holding every figure's name and caption text
     text = report.read_text(errors="replace")
     for name in ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "cubic_fit", "cubic_landmarks", "cubic_bands",
-                 "cubic_slopes", "cubic_clamp"]:
+                 "cubic_slopes", "cubic_clamp", "cubic_joint_clamp", "cubic_thresholds"]:
         assert f"{name}.png" in text, name
+    assert "run_config.yaml" in text  # the report states the config it was built for

@@ -12,12 +12,24 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 SMOKE = REPO / "workflow" / "configs" / "smoke.yaml"
 
 
-def run_snakemake(workdir: Path, *args: str, configfiles=(SMOKE,), check: bool = True, timeout: int = 900):
-    """Run the repo's Snakefile with ``workdir`` as working directory; return the CompletedProcess."""
+RUNTIME_ONLY_SITE = REPO / "tests" / "runtime_only_site"
+
+
+def runtime_only_env(pyproject: Path = REPO / "pyproject.toml") -> dict:
+    """Environment variables under which Python sees only pyproject's runtime dependencies (what the
+    README's first install line gives a user), not the test extra: see runtime_only_site/."""
+    path = os.pathsep.join(filter(None, [str(RUNTIME_ONLY_SITE), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "POLYINTERP_PYPROJECT": str(pyproject)}
+
+
+def run_snakemake(workdir: Path, *args: str, configfiles=(SMOKE,), check: bool = True, timeout: int = 900,
+                  env: dict | None = None):
+    """Run the repo's Snakefile with ``workdir`` as working directory; return the CompletedProcess.
+    ``env`` adds to (or overrides) this process's environment variables."""
     cmd = [*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args]
     if configfiles:
         cmd += ["--configfile", *map(str, configfiles)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc

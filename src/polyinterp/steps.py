@@ -2,4 +2,5 @@
 
 STEPS = {
     "scorecard": "polyinterp.scorecard:scorecard_step",
+    "run_config": "polyinterp.run_config:run_config_step",
 }

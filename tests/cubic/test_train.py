@@ -2,9 +2,11 @@ import math
 
 import pandas as pd
 import pytest
+import torch
 
-from polyinterp.cubic.train import lr_factor, train_step
-from polyinterp.errors import ConfigError
+from polyinterp.cubic.model import build_model
+from polyinterp.cubic.train import check_alive, lr_factor, train_step
+from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import load_torch
 
 
@@ -63,3 +65,42 @@ def test_stop_at_target_stops_early(tmp_path):
 def test_eval_every_above_steps_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="eval_every"):
         _run(tmp_path, params(steps=50), "e")
+
+
+def test_dead_regressor_fails_in_cubic_train_naming_the_rate(tmp_path):
+    """Issue 16: lr 1 without warm-up used to pass cubic_train with a warning and fail in cubic_sae."""
+    p = params(steps=200, lr=1.0, warmup_steps=0)
+    p["model"]["widths"] = [3, 64, 64, 64, 15, 1]
+    with pytest.raises(TrainingError, match=r"dead.*cubic\.train\.lr \(now 1\.0\).*cubic\.train\.warmup_steps \(now 0\)"):
+        _run(tmp_path, p, "dead")
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def _model(bias_last=0.0):
+    model = build_model([3, 8, 4, 1], seed=0)
+    with torch.no_grad():
+        model.body[2].bias.fill_(bias_last)
+    return model
+
+
+def test_check_alive_names_the_dead_layer_and_passes_a_live_one():
+    x = torch.rand(500, 3) * 4 - 2
+    tp = {"lr": 0.5, "warmup_steps": 3}
+    check_alive(_model(), x, 0.2, 0, 10, tp)  # live and better than the mean: no error
+    dead = _model(bias_last=-1e4)  # every unit of layer 2 below zero on every input
+    assert dead.live_units(x)[1] == 0
+    with pytest.raises(TrainingError, match=r"hidden layer 2 \(width 4\) has no unit active"):
+        check_alive(dead, x, 0.2, 0, 10, tp)
+    with pytest.raises(TrainingError, match=r"rel-MSE 1\.3 >= 1"):
+        check_alive(_model(), x, 1.3, 0, 10, tp)
+
+
+def test_live_units_counts_units_positive_somewhere():
+    model = _model()
+    x = torch.rand(300, 3) * 4 - 2
+    h, counts = x, []
+    for layer in model.body:
+        h = layer(h)
+        if isinstance(layer, torch.nn.ReLU):
+            counts.append(int(sum(bool((h[:, j] > 0).any()) for j in range(h.shape[1]))))
+    assert model.live_units(x) == counts

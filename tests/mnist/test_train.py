@@ -95,7 +95,7 @@ def test_checkpoint_holds_eval_weights_and_metadata(tmp_path):
 def test_nan_loss_stops_with_step_number(tmp_path):
     data = synthetic_mnist()
     with pytest.raises(TrainingError, match=r"non-finite training loss at step \d+"):
-        train_mlp(data, {**PARAMS, "lr": 1e30, "warmup_steps": 0}, seed=0, ckpt_paths={300: tmp_path / "x.pt"})
+        train_mlp(data, {**PARAMS, "lr": 1e30, "weight_decay": 0.0, "warmup_steps": 0}, seed=0, ckpt_paths={300: tmp_path / "x.pt"})
     assert not (tmp_path / "x.pt").exists()
 
 
@@ -242,3 +242,17 @@ def test_recipe_keys_that_change_nothing_are_not_passed_to_the_training_rule():
     cos = {**base, "optimizer": "adamw", "schedule": "cosine_per_epoch", "cosine_epochs": 7}
     assert train_params(cos) == cos
     assert recipe(train_params({**base, "optimizer": "schedulefree_adamw", "schedule": "none"})) == recipe({})
+
+
+def test_nan_message_names_every_key_that_can_cause_it(tmp_path):
+    """Issue 16: a NaN used to be blamed on lr alone, also when weight decay caused it."""
+    data = synthetic_mnist()
+    with pytest.raises(TrainingError, match=r"mnist\.train\.lr.*mnist\.train\.weight_decay.*mnist\.train\.warmup_steps"):
+        train_mlp(data, {**PARAMS, "lr": 1e30, "weight_decay": 0.0, "warmup_steps": 0}, seed=0, ckpt_paths={300: tmp_path / "x.pt"})
+
+
+def test_weight_decay_that_flips_weights_is_refused_before_training(tmp_path):
+    data = synthetic_mnist()
+    with pytest.raises(ConfigError, match=r"mnist\.train\.weight_decay.*>= 1"):
+        train_mlp(data, {**PARAMS, "lr": 0.01, "weight_decay": 1000.0}, seed=0, ckpt_paths={10: tmp_path / "x.pt"})
+    assert not (tmp_path / "x.pt").exists()

@@ -9,6 +9,7 @@ from polyinterp.config import validate_config
 from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, sgd_checkpoints, sgd_settings,
                                       train_params)
 from polyinterp.mnist.attack_steps import check_figure_steps
+from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 
 validate_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 

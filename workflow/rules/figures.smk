@@ -142,33 +142,39 @@ rule fig1:
     localrule: True
     input:
         figure_files("fig1"),
+        RUN_CONFIG,
 
 
 rule fig2:
     localrule: True
     input:
         figure_files("fig2"),
+        RUN_CONFIG,
 
 
 rule fig3:
     localrule: True
     input:
         figure_files("fig3"),
+        RUN_CONFIG,
 
 
 rule fig4:
     localrule: True
     input:
         figure_files("fig4"),
+        RUN_CONFIG,
 
 
 rule fig5:
     localrule: True
     input:
         figure_files("fig5"),
+        RUN_CONFIG,
 
 
 rule fig6:
     localrule: True
     input:
         figure_files("fig6"),
+        RUN_CONFIG,

@@ -40,6 +40,20 @@ class CubicMLP(nn.Module):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         return self.head(self.hidden(inputs))
 
+    @torch.no_grad()
+    def live_units(self, inputs: torch.Tensor) -> list[int]:
+        """Per hidden layer, how many units are positive on at least one of ``inputs``.
+
+        A ReLU layer with 0 live units outputs exactly zero everywhere on those inputs, so the network
+        is a constant there and nothing downstream of it (the SAE on the last layer) can be read.
+        """
+        counts, h = [], inputs
+        for layer in self.body:
+            h = layer(h)
+            if isinstance(layer, nn.ReLU):
+                counts.append(int((h > 0).any(0).sum()))
+        return counts
+
 
 def build_model(widths, seed: int) -> CubicMLP:
     """A freshly initialised model; the seed fixes the initial weights."""

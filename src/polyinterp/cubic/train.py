@@ -7,6 +7,8 @@ that the target is stated in. Adam with a linear warm-up and a cosine decay to
 validation set and its weights are kept as an eval checkpoint. Training stops at ``steps`` or, when
 ``stop_at_target`` is set, at the first evaluation that meets ``target_rel_mse``. Missing the target
 is logged as a warning and recorded (``target_met``), not an error: the value reached is the result.
+A *dead* regressor (a hidden layer silent on every validation input, or no better than the mean) is
+an error raised here, naming ``cubic.train.lr`` and ``cubic.train.warmup_steps``, not one rule later.
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ def train_regressor(params: dict, seed: int):
             "split": split, "n": len(inputs), "mse": mse, "var_y": var, "rel_mse": rel, "max_abs_err": max_err,
         })
     final_rel = fit[0]["rel_mse"]
+    check_alive(model, val.to(device), final_rel, seed, step, tp)
     met = final_rel <= tp["target_rel_mse"]
     for row in fit:
         row.update({
@@ -180,6 +183,29 @@ def train_regressor(params: dict, seed: int):
         "config_hash": config_hash(params),
     }
     return model, curve, ckpts, fit, rows, meta
+
+
+def check_alive(model, inputs: torch.Tensor, rel_mse: float, seed: int, step: int, tp: dict) -> None:
+    """Refuse a dead regressor where it happens, naming the keys that cause it.
+
+    Dead means a hidden layer with no unit active on the validation inputs (the network is then a
+    constant) or a validation relative MSE ≥ 1 (no better than predicting the mean). Either way the
+    SAE of the next rule would have nothing to read, so this raises instead of warning.
+    """
+    live = model.live_units(inputs)
+    dead = [i for i, n in enumerate(live) if n == 0]
+    if not dead and rel_mse < 1.0:
+        return
+    widths = model.widths[1:-1]
+    what = (
+        "; ".join(f"hidden layer {i + 1} (width {widths[i]}) has no unit active on the validation inputs" for i in dead)
+        if dead else f"validation rel-MSE {rel_mse:.3g} >= 1, no better than predicting the mean"
+    )
+    raise TrainingError(
+        f"cubic regressor (seed {seed}) is dead after {step} steps: {what}. Usually the rate was too high "
+        f"at the start: lower cubic.train.lr (now {tp['lr']}) or raise cubic.train.warmup_steps (now "
+        f"{tp['warmup_steps']})."
+    )
 
 
 def train_step(*, model: str, checkpoints: str, curve: str, fit: str, curves: str, params: dict) -> None:

@@ -124,8 +124,21 @@ def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
     return ckpt
 
 
+def check_decay(params: dict) -> None:
+    """Refuse lr × weight_decay ≥ 1: decoupled decay multiplies every weight by (1 − lr·wd) each step,
+    which then flips or zeroes the weights and ends in a non-finite loss that looks like a rate problem."""
+    product = params["lr"] * params["weight_decay"]
+    if product >= 1:
+        raise ConfigError(
+            f"mnist.train.lr × mnist.train.weight_decay = {params['lr']} × {params['weight_decay']} = {product:.3g}"
+            " >= 1: decoupled weight decay would shrink every weight by more than itself each step; lower"
+            " mnist.train.weight_decay (the paper uses 0.1)."
+        )
+
+
 def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> list[dict]:
     """Train and write one checkpoint per entry of ``ckpt_paths`` (step → path). Returns their metadata."""
+    check_decay(params)
     device = resolve_device(params["device"])
     spec = make_preprocess(data.train_images, params["preprocess"]["pool"], params["preprocess"]["center"])
     x_tr = apply_preprocess(data.train_images, spec).to(device)
@@ -179,8 +192,9 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
             if len(bad):
                 first = step - len(filled) + 1 + int(bad[0])
                 raise TrainingError(
-                    f"non-finite training loss at step {first} (seed {seed}); lower config key"
-                    f" 'mnist.train.lr' (now {params['lr']})."
+                    f"non-finite training loss at step {first} (seed {seed}); the keys that cause it: lower"
+                    f" 'mnist.train.lr' (now {params['lr']}) or 'mnist.train.weight_decay' (now"
+                    f" {params['weight_decay']}), or raise 'mnist.train.warmup_steps' (now {params['warmup_steps']})."
                 )
             running = float(filled.mean())
         if step in ckpt_paths:

@@ -1,0 +1,67 @@
+"""results/run_config.yaml records the config; a report under another config is refused (issue 16)."""
+
+import pytest
+import yaml
+
+from polyinterp.config import config_hash
+from polyinterp.errors import DataError
+from polyinterp.run_config import config_mismatch, read_run_config, run_config_step
+from workflow_helpers import SMOKE, run_snakemake
+
+CONFIG = {"seeds": [0], "mnist": {"train": {"lr": 0.002, "hidden": 256}}, "device": "auto"}
+
+
+def _write(tmp_path, config, files=("config.yaml",)):
+    path = tmp_path / "run_config.yaml"
+    run_config_step(run_config=str(path), params={"config": config, "configfiles": list(files),
+                                                  "config_hash": config_hash(config)})
+    return path
+
+
+def test_record_holds_the_config_its_hash_and_files(tmp_path):
+    path = _write(tmp_path, CONFIG, ("config.yaml", "smoke.yaml"))
+    record = yaml.safe_load(path.read_text())
+    assert record["config"] == CONFIG and record["config_hash"] == config_hash(CONFIG)
+    assert record["configfiles"] == ["config.yaml", "smoke.yaml"] and record["written"].endswith("UTC")
+    assert [p.name for p in tmp_path.iterdir()] == ["run_config.yaml"]  # no temp file left
+
+
+def test_same_config_agrees_another_names_the_differing_keys(tmp_path):
+    path = _write(tmp_path, CONFIG)
+    assert config_mismatch(path, CONFIG, ["config.yaml"]) is None
+    other = {**CONFIG, "seeds": [0, 1], "mnist": {"train": {"lr": 0.01, "hidden": 256}}}
+    msg = config_mismatch(path, other, ["config.yaml", "paper.yaml"])
+    assert "mnist.train.lr" in msg and "seeds" in msg and "hidden" not in msg
+    assert config_hash(CONFIG) in msg and config_hash(other) in msg and "paper.yaml" in msg
+    assert config_mismatch(tmp_path / "absent.yaml", other, []) is None  # nothing recorded yet
+
+
+def test_unreadable_record_names_itself(tmp_path):
+    path = tmp_path / "run_config.yaml"
+    path.write_text("- just a list\n")
+    with pytest.raises(DataError, match="run_config.yaml is unreadable.*delete it"):
+        read_run_config(path)
+
+
+def test_a_report_under_another_config_is_refused_and_a_run_warns(tmp_path):
+    """The failure of issue 16 item 7: after a smoke run, `snakemake --report` without --configfile
+    packaged the smoke figures under the default config."""
+    run_snakemake(tmp_path, "--cores", "1", "run_config", configfiles=(SMOKE,))
+    record = yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())
+    assert record["configfiles"] == [str(SMOKE)] and record["config"]["mnist"]["preprocess"]["pool"] == 4
+    # the same config: no warning
+    same = run_snakemake(tmp_path, "-n", "run_config", configfiles=(SMOKE,))
+    assert "another config" not in same.stdout + same.stderr
+    # another config (the default): a dry run warns, a report refuses naming the config to use
+    other = run_snakemake(tmp_path, "-n", "run_config", configfiles=())
+    assert "results/ was made with another config" in other.stdout + other.stderr
+    report = run_snakemake(tmp_path, "--report", str(tmp_path / "r.html"), configfiles=(), check=False)
+    text = report.stdout + report.stderr
+    assert report.returncode != 0 and not (tmp_path / "r.html").exists()
+    assert "would package those figures" in text and f"(--configfile {SMOKE})" in text
+    assert "Keys that differ: cubic.activations.n_heldout" in text
+    # the default config's run rewrites the record, after which its report agrees
+    run_snakemake(tmp_path, "--cores", "1", "run_config", configfiles=())
+    assert yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())["config_hash"] != record["config_hash"]
+    assert yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())["configfiles"] == []
+    assert "another config" not in run_snakemake(tmp_path, "-n", "run_config", configfiles=()).stderr
