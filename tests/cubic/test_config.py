@@ -59,3 +59,22 @@ def test_every_cubic_schema_key_is_described_and_closed():
                 walk(sub, f"{where}.{k}")
 
     walk(schema, "cubic")
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (("cubic", "joint_clamp", "landmark_kind"), "best", "cubic.joint_clamp.landmark_kind"),
+    (("cubic", "joint_clamp", "shift", "delta_step"), 0, "cubic.joint_clamp.shift.delta_step"),
+    (("cubic", "joint_clamp", "verdict", "r2_min"), 2, "cubic.joint_clamp.verdict.r2_min"),
+    (("cubic", "joint_clamp", "interventions"),
+     [{"name": "x", "each": True, "clamps": [{"latents": "bands", "factor": 1.5}, {"latents": [1], "factor": 0}]}],
+     "cubic.joint_clamp.interventions.0.clamps"),
+    (("cubic", "joint_clamp", "interventions"), [{"name": "x", "clamps": [{"latents": "bands", "factor": 1.5}]}],
+     "cubic.joint_clamp.interventions.0.each"),
+    (("cubic", "joint_clamp", "interventions"),
+     [{"name": "x", "each": False, "clamps": [{"latents": "all", "factor": 1.5}]}],
+     "cubic.joint_clamp.interventions.0.clamps.0.latents"),
+    (("cubic", "thresholds", "c_tol"), [], "cubic.thresholds.c_tol"),
+    (("cubic", "thresholds", "coherence_min"), [0.5, 1.5], "cubic.thresholds.coherence_min.1"),
+])
+def test_bad_joint_clamp_and_threshold_keys_are_named(path, value, key):
+    test_bad_cubic_keys_are_named(path, value, key)

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-FIGURES = ["cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp"]
+FIGURES = ["cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp", "cubic_joint_clamp",
+           "cubic_thresholds"]
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,43 @@ def test_clamp_tables(smoke):
     columns(sm, {"latent": "int", "factor": "float", "rms_change": "float", "recon_rms": "float", "active_frac": "float"})
     assert (sm.rms_change >= 0).all() and (sm[sm.factor == 1.0].rms_change < 1e-6).all()
     assert sm.active_frac.between(0, 1).all()
+
+
+@pytest.mark.e2e
+def test_joint_clamp_tables(smoke):
+    sets = table(smoke, "joint_clamp_sets.parquet")
+    columns(sets, {"seed": "int", "intervention": "str", "latent": "int", "factor": "float", "selection": "str"})
+    fits = table(smoke, "joint_clamp_fits.parquet")
+    columns(fits, {"seed": "int", "intervention": "str", "n_latents": "int", "curve": "int", "a": "float",
+                   "stretch_s": "float", "r2_stretch": "float", "effect_r2_stretch": "float", "shift_delta": "float",
+                   "r2_shift": "float", "effect_r2_shift": "float", "shift_at_bound": "bool", "a_over_3": "float",
+                   "verdict": "str"})
+    assert set(fits.intervention) == set(sets.intervention)
+    assert (fits.n_latents == fits.intervention.map(sets.groupby("intervention").size())).all()
+    assert set(fits.verdict) <= {"no_effect", "neither", "indistinguishable", "stretch", "shift"}
+    assert fits.shift_delta.between(-1, 1).all()
+    np.testing.assert_allclose(fits.a_over_3, fits.a / 3)
+    curves = table(smoke, "joint_clamp.parquet")
+    columns(curves, {"intervention": "str", "curve": "int", "x": "float", "y_sae": "float", "y_clamped": "float",
+                     "y_stretch": "float", "y_shift": "float"})
+    # the SAE reconstruction here is the single clamp's factor-1 curve (float64 here, float32 there)
+    single = table(smoke, "clamp.parquet")
+    one = single[single.factor == 1.0].drop_duplicates(["curve", "x"]).set_index(["curve", "x"]).y_sae
+    mine = curves.drop_duplicates(["curve", "x"]).set_index(["curve", "x"]).y_sae
+    shared = mine.index.intersection(one.index)
+    np.testing.assert_allclose(mine.loc[shared], one.loc[shared], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.e2e
+def test_threshold_table(smoke):
+    t = table(smoke, "band_thresholds.parquet")
+    columns(t, {"seed": "int", "coherence_min": "float", "c_tol": "float", "invariance_min": "float",
+                "min_active_frac": "float", "at_config": "bool", "n_band_latents": "int", "band_latents": "str",
+                "median_c": "float", "median_c_grad": "float", "c_max": "float"})
+    assert t.at_config.sum() == 1
+    seeds = pd.read_parquet(smoke / "cubic" / "slopes_per_seed.parquet")
+    conf = t[t.at_config].iloc[0]
+    assert conf.n_band_latents == seeds.n_band_latents.iloc[0] and conf.band_latents == seeds.band_latents.iloc[0]
+    assert (np.isnan(conf.median_c) and np.isnan(seeds.median_c.iloc[0])) or \
+        conf.median_c == pytest.approx(seeds.median_c.iloc[0], abs=1e-15)
+    assert (t[t.n_band_latents == 0].median_c.isna()).all()

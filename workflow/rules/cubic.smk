@@ -1,7 +1,8 @@
 # Study 2: cubic regressor -> activations -> SAE -> landmarks -> band detection -> slope search
-# -> clamping -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
-# cubic_clamp (figures) and cubic (everything). Each rule runs `polyinterp <rule>`; its input/output
-# keys are the step function's arguments.
+# -> clamping (one latent; joint interventions with the stretch/shift fit) and band-threshold
+# sensitivity -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
+# cubic_clamp, cubic_joint_clamp, cubic_thresholds (figures) and cubic (everything). Each rule runs
+# `polyinterp <rule>`; its input/output keys are the step function's arguments.
 
 CUBIC = "results/cubic/seed{seed}"
 
@@ -204,6 +205,69 @@ rule cubic_clamping:
         STEP
 
 
+rule cubic_joint_clamping:
+    input:
+        model=rules.cubic_train.output.model,
+        sae=rules.cubic_sae.output.sae,
+        slopes=rules.cubic_slope_search.output.best,
+        ranking=rules.cubic_landmark_table.output.ranking,
+    output:
+        sets=f"{CUBIC}/joint_clamp_sets.parquet",
+        curves=f"{CUBIC}/joint_clamp.parquet",
+        fits=f"{CUBIC}/joint_clamp_fits.parquet",
+    params:
+        step=step_params(
+            "cubic_joint_clamping",
+            lambda wc: {**config["cubic"]["joint_clamp"], "seed": int(wc.seed), "device": DEVICE}
+        ),
+        files=step_files,
+    log:
+        log_path("cubic/joint_clamp_seed{seed}"),
+    benchmark:
+        bench_path("cubic/joint_clamp_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+_BAND_RULE = ("coherence_min", "c_tol", "invariance_min", "min_active_frac", "c_max")
+
+
+rule cubic_band_thresholds:
+    input:
+        bands=rules.cubic_band_detection.output.latents,
+        slices=rules.cubic_band_detection.output.slices,
+        slopes=rules.cubic_slope_search.output.best,
+    output:
+        table=f"{CUBIC}/band_thresholds.parquet",
+    params:
+        step=step_params(
+            "cubic_band_thresholds",
+            lambda wc: {
+                "grid": config["cubic"]["thresholds"],
+                "bands": {k: config["cubic"]["bands"][k] for k in _BAND_RULE},
+                "seed": int(wc.seed),
+            }
+        ),
+        files=step_files,
+    log:
+        log_path("cubic/band_thresholds_seed{seed}"),
+    benchmark:
+        bench_path("cubic/band_thresholds_seed{seed}")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 rule cubic_summary:
     input:
         fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
@@ -347,6 +411,49 @@ rule cubic_fig_clamp:
         STEP
 
 
+rule cubic_fig_joint_clamp:
+    input:
+        curves=expand(rules.cubic_joint_clamping.output.curves, **_FIRST),
+        fits=expand(rules.cubic_joint_clamping.output.fits, **_FIRST),
+    output:
+        out=report_figure("cubic_joint_clamp", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_joint_clamp"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_joint_clamp"),
+    benchmark:
+        bench_path("figures/cubic_joint_clamp")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_thresholds:
+    input:
+        tables=expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
+    output:
+        out=report_figure("cubic_thresholds", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_thresholds"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_thresholds"),
+    benchmark:
+        bench_path("figures/cubic_thresholds")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 CUBIC_TABLES = [
     *expand(rules.cubic_train.output.fit, seed=SEEDS),
     *expand(rules.cubic_sae.output.metrics, seed=SEEDS),
@@ -354,10 +461,13 @@ CUBIC_TABLES = [
     *expand(rules.cubic_band_detection.output.latents, seed=SEEDS),
     *expand(rules.cubic_slope_search.output.best, seed=SEEDS),
     *expand(rules.cubic_clamping.output.summary, seed=SEEDS),
+    *expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
+    *expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
     *rules.cubic_summary.output,
 ]
 CUBIC_FIGURES = [
-    f for n in ("cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp")
+    f for n in ("cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp", "cubic_joint_clamp",
+                "cubic_thresholds")
     for f in figure_files(n)
 ]
 ALL_TARGETS.extend(CUBIC_TABLES + CUBIC_FIGURES)
@@ -367,33 +477,54 @@ rule cubic_fit:
     localrule: True
     input:
         figure_files("cubic_fit"),
+        RUN_CONFIG,
 
 
 rule cubic_landmarks:
     localrule: True
     input:
         figure_files("cubic_landmarks"),
+        RUN_CONFIG,
 
 
 rule cubic_bands:
     localrule: True
     input:
         figure_files("cubic_bands"),
+        RUN_CONFIG,
 
 
 rule cubic_slopes:
     localrule: True
     input:
         figure_files("cubic_slopes"),
+        RUN_CONFIG,
 
 
 rule cubic_clamp:
     localrule: True
     input:
         figure_files("cubic_clamp"),
+        RUN_CONFIG,
+
+
+rule cubic_joint_clamp:
+    localrule: True
+    input:
+        figure_files("cubic_joint_clamp"),
+        expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
+        RUN_CONFIG,
+
+
+rule cubic_thresholds:
+    localrule: True
+    input:
+        figure_files("cubic_thresholds"),
+        RUN_CONFIG,
 
 
 rule cubic:
     localrule: True
     input:
         CUBIC_TABLES + CUBIC_FIGURES,
+        RUN_CONFIG,

@@ -4,6 +4,8 @@ For each chosen latent j and factor s, the last hidden layer h(x, a, b) is repla
 W_dec · z' + b_dec where z' is the SAE code of h with z'_j = s·z_j (s = 0 zeroes the latent), and the
 regressor's last Linear maps it to y. At s = 1 this is the plain SAE reconstruction, so its gap to the
 regressor's own output is the SAE's reconstruction error, shown beside every clamped curve.
+
+Several latents clamped together: :mod:`polyinterp.cubic.joint_clamp`.
 """
 
 from __future__ import annotations

@@ -8,5 +8,7 @@ STEPS = {
     "cubic_band_detection": "polyinterp.cubic.bands:bands_step",
     "cubic_slope_search": "polyinterp.cubic.bands:slopes_step",
     "cubic_clamping": "polyinterp.cubic.clamping:clamp_step",
+    "cubic_joint_clamping": "polyinterp.cubic.joint_clamp:joint_clamp_step",
+    "cubic_band_thresholds": "polyinterp.cubic.thresholds:thresholds_step",
     "cubic_summary": "polyinterp.cubic.summary:summary_step",
 }

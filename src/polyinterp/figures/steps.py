@@ -14,4 +14,6 @@ STEPS = {
     "cubic_fig_bands": "polyinterp.figures.cubic_bands:bands_figure",
     "cubic_fig_slopes": "polyinterp.figures.cubic_slopes:slopes_figure",
     "cubic_fig_clamp": "polyinterp.figures.cubic_clamp:clamp_figure",
+    "cubic_fig_joint_clamp": "polyinterp.figures.cubic_joint_clamp:joint_clamp_figure",
+    "cubic_fig_thresholds": "polyinterp.figures.cubic_thresholds:thresholds_figure",
 }
