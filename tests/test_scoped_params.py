@@ -37,9 +37,12 @@ def _dry(work, overlay_text: str | None) -> set[str]:
     return _jobs(out) - {"run_config"} if "Job stats:" in out else set()
 
 
-def test_nothing_to_do_without_a_change(copy):
-    proc = run_snakemake(copy, "-n", configfiles=(SMOKE, copy / "overlay.yaml"))
+def test_nothing_to_do_without_a_change(smoke_run, copy):
+    # where the run was made, with its very config files: nothing at all
+    proc = run_snakemake(smoke_run, "-n", configfiles=(SMOKE, smoke_run / "overlay.yaml"))
     assert "Nothing to be done" in proc.stdout + proc.stderr
+    # in the copy (its overlay has another path) and with an empty overlay: only the config record
+    assert _dry(copy, None) == set()
     assert _dry(copy, "{}\n") == set()
 
 
