@@ -83,3 +83,49 @@ def test_sgd_baseline_runs_only_at_its_checkpoints(tmp_path):
 def test_scorecard_is_part_of_the_default_target(tmp_path):
     counts = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE,)).stdout)
     assert counts["scorecard"] == 1
+
+
+def merged_cubic(path):
+    """The cubic section of config.yaml overlaid by ``path`` (deep merge, as Snakemake does)."""
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+
+    def update(base, new):
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(base.get(k), dict):
+                update(base[k], v)
+            else:
+                base[k] = v
+
+    if path:
+        update(cfg, yaml.safe_load(path.read_text()))
+    return cfg["seeds"], cfg["cubic"]
+
+
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+def test_cubic_layers_and_training_build_one_view_each(tmp_path, configfile):
+    """The SAE pipeline runs once per seed and view: today's (the last layer of the final model),
+    every other layer of cubic.layers.saes and every checkpoint of cubic.training.steps but the last;
+    landmarks run on the layers only."""
+    from polyinterp.cubic.views import CubicViews
+
+    proc = run_snakemake(tmp_path, "cubic_layers", "cubic_training", "-n", "--quiet", "rules",
+                         configfiles=(configfile,) if configfile else ())
+    counts = job_counts(proc.stdout)
+    seeds, cubic = merged_cubic(configfile)
+    views = CubicViews(cubic, "cpu")
+    checkpoints = [s for s in views.steps if views.step_view(s)]
+    n = len(seeds)
+    for rule in ("cubic_activations", "cubic_sae", "cubic_band_detection", "cubic_slope_search"):
+        assert counts[rule] == n * (1 + len(views.layer_saes) + len(checkpoints)), rule
+    assert counts["cubic_landmark_table"] == n * (1 + len(views.layer_saes))
+    assert counts.get("cubic_checkpoint_model", 0) == n * len(checkpoints)
+    assert counts["cubic_layers_summary"] == counts["cubic_training_summary"] == 1
+    assert not any(rule.startswith("mnist") for rule in counts), counts
+
+
+def test_bad_training_steps_fail_when_the_workflow_is_parsed(tmp_path):
+    overlay = tmp_path / "bad.yaml"
+    overlay.write_text("cubic:\n  training:\n    steps: [200, 300]\n")
+    proc = run_snakemake(tmp_path, "cubic_training", "-n", configfiles=(SMOKE, overlay), check=False)
+    assert proc.returncode != 0
+    assert "cubic.training.steps" in proc.stdout + proc.stderr and "step 300" in proc.stdout + proc.stderr

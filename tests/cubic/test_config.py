@@ -78,3 +78,15 @@ def test_every_cubic_schema_key_is_described_and_closed():
 ])
 def test_bad_joint_clamp_and_threshold_keys_are_named(path, value, key):
     test_bad_cubic_keys_are_named(path, value, key)
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (("cubic", "layers", "saes"), [{"layer": 1, "latents": 256}], "cubic.layers.saes.0.k"),
+    (("cubic", "layers", "saes"), [{"layer": 0, "latents": 256, "k": 4}], "cubic.layers.saes.0.layer"),
+    (("cubic", "layers", "saes"), {"layer": 1}, "cubic.layers.saes"),
+    (("cubic", "training", "steps"), {"log_spaced": 0}, "cubic.training.steps"),
+    (("cubic", "training", "steps"), ["first"], "cubic.training.steps"),
+    (("cubic", "training", "steps"), [], "cubic.training.steps"),
+])
+def test_bad_layer_and_training_keys_are_named(path, value, key):
+    test_bad_cubic_keys_are_named(path, value, key)

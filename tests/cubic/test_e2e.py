@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 FIGURES = ["cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp", "cubic_joint_clamp",
-           "cubic_thresholds"]
+           "cubic_thresholds", "cubic_layers", "cubic_training"]
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +173,71 @@ def test_threshold_table(smoke):
     assert (np.isnan(conf.median_c) and np.isnan(seeds.median_c.iloc[0])) or \
         conf.median_c == pytest.approx(seeds.median_c.iloc[0], abs=1e-15)
     assert (t[t.n_band_latents == 0].median_c.isna()).all()
+
+
+VIEW_COLUMNS = {"seed": "int", "latents": "int", "k": "int", "r2_heldout": "float", "l0_heldout": "float",
+                "dead_frac_heldout": "float", "rel_mse_model": "float", "rel_mse_spliced": "float",
+                "n_live_latents": "int", "n_band_latents": "int", "band_latents": "str", "median_c": "float",
+                "mean_c": "float", "median_r2_band": "float", "median_c_grad": "float", "best_slope_r2": "float",
+                "best_slope_c": "float", "best_slope_latent": "int", "best_r2_at_cardano": "float",
+                "cardano_c": "float"}
+
+
+def same_as_todays(row, results, seed=0):
+    """A summary row of the last layer / final model equals today's files under seed{seed}/."""
+    m = table(results, "sae_metrics.parquet", seed).iloc[0]
+    for col in ("latents", "k", "r2_heldout", "l0_heldout", "dead_frac_heldout", "rel_mse_model", "rel_mse_spliced"):
+        assert row[col] == m[col], col
+    per_seed = pd.read_parquet(results / "cubic" / "slopes_per_seed.parquet").set_index("seed").loc[seed]
+    assert row.n_band_latents == per_seed.n_band_latents and row.band_latents == per_seed.band_latents
+    assert (np.isnan(row.median_c) and np.isnan(per_seed.median_c)) or row.median_c == per_seed.median_c
+    best = table(results, "slopes.parquet", seed)
+    assert row.n_live_latents == len(best) and row.best_slope_r2 == best.r2_best.max()
+    assert row.best_r2_at_cardano == best.r2_at_cardano.max()
+
+
+@pytest.mark.e2e
+def test_layers_table(smoke):
+    """Smoke reads hidden layer 1 (64 wide, 128 latents) besides the last (4, today's pipeline)."""
+    t = pd.read_parquet(smoke / "cubic" / "layers.parquet")
+    columns(t, {**VIEW_COLUMNS, "layer": "int", "width": "int", "is_last": "bool", "top_corr_root": "float",
+                "top_corr_critical": "float", "top_corr_inflection": "float", "top_corr_all": "float"})
+    assert list(zip(t.seed, t.layer, t.width, t.latents)) == [(0, 1, 64, 128), (0, 4, 15, 64)]
+    assert list(t.is_last) == [False, True]
+    assert t.r2_heldout.between(0.5, 1).all() and (t.l0_heldout <= t.k).all() and t.best_slope_r2.le(1).all()
+    same_as_todays(t[t.is_last].iloc[0], smoke)
+    rank = table(smoke, "landmark_ranking.parquet")
+    assert t[t.is_last].iloc[0].top_corr_inflection == rank[rank.kind == "inflection"].mean_corr.max()
+    # layer 1's own files, under seed0/layer1/
+    m = table(smoke, "layer1/sae_metrics.parquet").iloc[0]
+    assert (m.layer, m.width, m.latents) == (1, 64, 128)
+    assert t.iloc[0].r2_heldout == m.r2_heldout
+    assert len(table(smoke, "layer1/band_latents.parquet")) == 128
+    best = table(smoke, "layer1/slopes.parquet")
+    assert set(best.latent) <= set(range(128)) and t.iloc[0].n_live_latents == len(best)
+    import torch
+
+    grid = torch.load(smoke / "cubic" / "seed0" / "layer1" / "band_grid.pt")
+    bands = table(smoke, "layer1/band_latents.parquet")
+    assert grid["latent_ids"] == [int(v) for v in bands.latent[bands.is_band]]  # only the bands' grid is kept
+    assert grid["latents"].shape[-1] == len(grid["latent_ids"])
+    assert torch.load(smoke / "cubic" / "seed0" / "band_grid.pt")["latents"].shape[-1] == 64  # today's: all
+
+
+@pytest.mark.e2e
+def test_training_table(smoke):
+    """Smoke reads the checkpoint at step 200 and the final model (step 400, today's pipeline)."""
+    t = pd.read_parquet(smoke / "cubic" / "training.parquet")
+    columns(t, {**VIEW_COLUMNS, "step": "int", "is_final": "bool", "val_rel_mse": "float"})
+    assert list(zip(t.seed, t.step, t.is_final)) == [(0, 200, False), (0, 400, True)]
+    same_as_todays(t[t.is_final].iloc[0], smoke)
+    curve = table(smoke, "train_curve.parquet")
+    val = curve[curve.split == "val"].set_index("step").rel_mse
+    assert list(t.val_rel_mse) == [val.loc[200], val.loc[400]]
+    import torch
+
+    ck = torch.load(smoke / "cubic" / "seed0" / "train_step200" / "model.pt")
+    assert ck["steps_trained"] == 200 and ck["val_rel_mse"] == pytest.approx(val.loc[200], rel=1e-12)
+    early = table(smoke, "train_step200/sae_metrics.parquet").iloc[0]
+    assert t.iloc[0].r2_heldout == early.r2_heldout and t.iloc[0].rel_mse_model == early.rel_mse_model
+    assert early.rel_mse_model != table(smoke, "sae_metrics.parquet").iloc[0].rel_mse_model  # another model

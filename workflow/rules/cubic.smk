@@ -1,10 +1,24 @@
 # Study 2: cubic regressor -> activations -> SAE -> landmarks -> band detection -> slope search
 # -> clamping (one latent; joint interventions with the stretch/shift fit) and band-threshold
 # sensitivity -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
-# cubic_clamp, cubic_joint_clamp, cubic_thresholds (figures) and cubic (everything). Each rule runs
-# `polyinterp <rule>`; its input/output keys are the step function's arguments.
+# cubic_clamp, cubic_joint_clamp, cubic_thresholds, cubic_layers, cubic_training (figures) and cubic
+# (everything). Each rule runs `polyinterp <rule>`; its input/output keys are the step function's arguments.
+#
+# Views: activations -> SAE -> landmarks -> bands -> slope search run on a view of the regressor, the
+# wildcard {view} after the seed folder (polyinterp.cubic.views): empty for today's pipeline (last
+# hidden layer of the final model, results/cubic/seed{seed}/...), layer{L} for hidden layer L of the
+# final model (cubic.layers) and train_step{S} for the last hidden layer of the eval checkpoint at
+# step S (cubic.training). The activations file records its layer and the SAE file in turn, so later
+# steps read it from their inputs.
+from polyinterp.cubic.views import VIEW_PATTERN, CubicViews
 
 CUBIC = "results/cubic/seed{seed}"
+VIEW = f"{CUBIC}{{view}}"
+VIEWS = CubicViews(config["cubic"], DEVICE)  # checks cubic.layers and cubic.training against the model and train keys
+
+
+wildcard_constraints:
+    view=VIEW_PATTERN,
 
 
 rule cubic_train:
@@ -41,19 +55,16 @@ rule cubic_train:
 
 rule cubic_activations:
     input:
-        model=rules.cubic_train.output.model,
+        model=lambda wc: VIEWS.model(wc.seed, wc.view),
     output:
-        acts=f"{CUBIC}/activations.pt",
+        acts=f"{VIEW}/activations.pt",
     params:
-        step=step_params(
-            "cubic_activations",
-            lambda wc: {**config["cubic"]["activations"], "seed": int(wc.seed), "device": DEVICE}
-        ),
+        step=step_params("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
         files=step_files,
     log:
-        log_path("cubic/activations_seed{seed}"),
+        log_path("cubic/activations_seed{seed}{view}"),
     benchmark:
-        bench_path("cubic/activations_seed{seed}")
+        bench_path("cubic/activations_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=2000,
@@ -67,22 +78,19 @@ rule cubic_activations:
 rule cubic_sae:
     input:
         acts=rules.cubic_activations.output.acts,
-        model=rules.cubic_train.output.model,
+        model=lambda wc: VIEWS.model(wc.seed, wc.view),
     output:
-        sae=f"{CUBIC}/sae.pt",
-        metrics=f"{CUBIC}/sae_metrics.parquet",
-        latents=f"{CUBIC}/sae_latents.parquet",
-        curve=f"{CUBIC}/sae_curve.parquet",
+        sae=f"{VIEW}/sae.pt",
+        metrics=f"{VIEW}/sae_metrics.parquet",
+        latents=f"{VIEW}/sae_latents.parquet",
+        curve=f"{VIEW}/sae_curve.parquet",
     params:
-        step=step_params(
-            "cubic_sae",
-            lambda wc: {**config["cubic"]["sae"], "seed": int(wc.seed), "device": DEVICE}
-        ),
+        step=step_params("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
         files=step_files,
     log:
-        log_path("cubic/sae_seed{seed}"),
+        log_path("cubic/sae_seed{seed}{view}"),
     benchmark:
-        bench_path("cubic/sae_seed{seed}")
+        bench_path("cubic/sae_seed{seed}{view}")
     threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
     resources:
         mem_mb=3000,
@@ -94,13 +102,17 @@ rule cubic_sae:
         STEP
 
 
+_LM = config["cubic"]["landmarks"]
+_BD = config["cubic"]["bands"]
+
+
 rule cubic_landmark_table:
     input:
-        model=rules.cubic_train.output.model,
+        model=lambda wc: VIEWS.model(wc.seed, wc.view),
         sae=rules.cubic_sae.output.sae,
     output:
-        table=f"{CUBIC}/landmarks.parquet",
-        ranking=f"{CUBIC}/landmark_ranking.parquet",
+        table=f"{VIEW}/landmarks.parquet",
+        ranking=f"{VIEW}/landmark_ranking.parquet",
     params:
         step=step_params(
             "cubic_landmark_table",
@@ -108,12 +120,12 @@ rule cubic_landmark_table:
         ),
         files=step_files,
     log:
-        log_path("cubic/landmarks_seed{seed}"),
+        log_path("cubic/landmarks_seed{seed}{view}"),
     benchmark:
-        bench_path("cubic/landmarks_seed{seed}")
+        bench_path("cubic/landmarks_seed{seed}{view}")
     threads: 2
     resources:
-        mem_mb=3000,
+        mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _LM["x_points"] * _LM["a_points"] * _LM["b_points"]),
         runtime=15,
     conda:
         CONDA_ENV
@@ -123,25 +135,22 @@ rule cubic_landmark_table:
 
 rule cubic_band_detection:
     input:
-        model=rules.cubic_train.output.model,
+        model=lambda wc: VIEWS.model(wc.seed, wc.view),
         sae=rules.cubic_sae.output.sae,
     output:
-        slices=f"{CUBIC}/band_slices.parquet",
-        latents=f"{CUBIC}/band_latents.parquet",
-        grid=f"{CUBIC}/band_grid.pt",
+        slices=f"{VIEW}/band_slices.parquet",
+        latents=f"{VIEW}/band_latents.parquet",
+        grid=f"{VIEW}/band_grid.pt",
     params:
-        step=step_params(
-            "cubic_band_detection",
-            lambda wc: {**config["cubic"]["bands"], "seed": int(wc.seed), "device": DEVICE}
-        ),
+        step=step_params("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
         files=step_files,
     log:
-        log_path("cubic/bands_seed{seed}"),
+        log_path("cubic/bands_seed{seed}{view}"),
     benchmark:
-        bench_path("cubic/bands_seed{seed}")
+        bench_path("cubic/bands_seed{seed}{view}")
     threads: 2
     resources:
-        mem_mb=3000,
+        mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _BD["x_points"] * _BD["a_points"] * len(_BD["b_slices"])),
         runtime=15,
     conda:
         CONDA_ENV
@@ -155,8 +164,8 @@ rule cubic_slope_search:
         sae=rules.cubic_sae.output.sae,
         bands=rules.cubic_band_detection.output.latents,
     output:
-        scan=f"{CUBIC}/slope_scan.parquet",
-        best=f"{CUBIC}/slopes.parquet",
+        scan=f"{VIEW}/slope_scan.parquet",
+        best=f"{VIEW}/slopes.parquet",
     params:
         step=step_params(
             "cubic_slope_search",
@@ -164,9 +173,9 @@ rule cubic_slope_search:
         ),
         files=step_files,
     log:
-        log_path("cubic/slopes_seed{seed}"),
+        log_path("cubic/slopes_seed{seed}{view}"),
     benchmark:
-        bench_path("cubic/slopes_seed{seed}")
+        bench_path("cubic/slopes_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -180,8 +189,8 @@ rule cubic_slope_search:
 rule cubic_clamping:
     input:
         model=rules.cubic_train.output.model,
-        sae=rules.cubic_sae.output.sae,
-        slopes=rules.cubic_slope_search.output.best,
+        sae=VIEWS.root(rules.cubic_sae.output.sae),
+        slopes=VIEWS.root(rules.cubic_slope_search.output.best),
     output:
         curves=f"{CUBIC}/clamp.parquet",
         summary=f"{CUBIC}/clamp_summary.parquet",
@@ -208,9 +217,9 @@ rule cubic_clamping:
 rule cubic_joint_clamping:
     input:
         model=rules.cubic_train.output.model,
-        sae=rules.cubic_sae.output.sae,
-        slopes=rules.cubic_slope_search.output.best,
-        ranking=rules.cubic_landmark_table.output.ranking,
+        sae=VIEWS.root(rules.cubic_sae.output.sae),
+        slopes=VIEWS.root(rules.cubic_slope_search.output.best),
+        ranking=VIEWS.root(rules.cubic_landmark_table.output.ranking),
     output:
         sets=f"{CUBIC}/joint_clamp_sets.parquet",
         curves=f"{CUBIC}/joint_clamp.parquet",
@@ -240,9 +249,9 @@ _BAND_RULE = ("coherence_min", "c_tol", "invariance_min", "min_active_frac", "c_
 
 rule cubic_band_thresholds:
     input:
-        bands=rules.cubic_band_detection.output.latents,
-        slices=rules.cubic_band_detection.output.slices,
-        slopes=rules.cubic_slope_search.output.best,
+        bands=VIEWS.root(rules.cubic_band_detection.output.latents),
+        slices=VIEWS.root(rules.cubic_band_detection.output.slices),
+        slopes=VIEWS.root(rules.cubic_slope_search.output.best),
     output:
         table=f"{CUBIC}/band_thresholds.parquet",
     params:
@@ -271,8 +280,8 @@ rule cubic_band_thresholds:
 rule cubic_summary:
     input:
         fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
-        sae=expand(rules.cubic_sae.output.metrics, seed=SEEDS),
-        slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+        sae=expand(VIEWS.root(rules.cubic_sae.output.metrics), seed=SEEDS),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
     output:
         summary="results/cubic/summary.parquet",
         seeds="results/cubic/slopes_per_seed.parquet",
@@ -284,6 +293,79 @@ rule cubic_summary:
         log_path("cubic/summary"),
     benchmark:
         bench_path("cubic/summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+# ------------------------------------------------------------------- other layers, across training
+rule cubic_checkpoint_model:
+    input:
+        final=rules.cubic_train.output.model,
+        checkpoints=rules.cubic_train.output.checkpoints,
+    output:
+        model=f"{CUBIC}/train_step{{step}}/model.pt",
+    params:
+        step=step_params("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)}),
+        files=step_files,
+    log:
+        log_path("cubic/checkpoint_model_seed{seed}/train_step{step}"),
+    benchmark:
+        bench_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+_LAYER_VIEWS = [VIEWS.layer_view(layer) for layer in VIEWS.layers]  # the rows of layers.parquet, last layer included
+_STEP_VIEWS = [VIEWS.step_view(step) for step in VIEWS.steps]
+
+
+rule cubic_layers_summary:
+    input:
+        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _LAYER_VIEWS, SEEDS),
+        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _LAYER_VIEWS, SEEDS),
+        ranking=VIEWS.files(rules.cubic_landmark_table.output.ranking, _LAYER_VIEWS, SEEDS),
+    output:
+        table="results/cubic/layers.parquet",
+    params:
+        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(SEEDS)}),
+        files=step_files,
+    log:
+        log_path("cubic/layers_summary"),
+    benchmark:
+        bench_path("cubic/layers_summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_training_summary:
+    input:
+        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _STEP_VIEWS, SEEDS),
+        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _STEP_VIEWS, SEEDS),
+        curve=expand(rules.cubic_train.output.curve, seed=SEEDS),
+    output:
+        table="results/cubic/training.parquet",
+    params:
+        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(SEEDS)}),
+        files=step_files,
+    log:
+        log_path("cubic/training_summary"),
+    benchmark:
+        bench_path("cubic/training_summary")
     resources:
         mem_mb=1000,
         runtime=5,
@@ -323,8 +405,8 @@ rule cubic_fig_fit:
 
 rule cubic_fig_landmarks:
     input:
-        table=expand(rules.cubic_landmark_table.output.table, **_FIRST),
-        ranking=expand(rules.cubic_landmark_table.output.ranking, **_FIRST),
+        table=expand(VIEWS.root(rules.cubic_landmark_table.output.table), **_FIRST),
+        ranking=expand(VIEWS.root(rules.cubic_landmark_table.output.ranking), **_FIRST),
     output:
         out=report_figure("cubic_landmarks", "Cubic regressor"),
     params:
@@ -345,9 +427,9 @@ rule cubic_fig_landmarks:
 
 rule cubic_fig_bands:
     input:
-        grid=expand(rules.cubic_band_detection.output.grid, **_FIRST),
-        bands=expand(rules.cubic_band_detection.output.latents, **_FIRST),
-        slopes=expand(rules.cubic_slope_search.output.best, **_FIRST),
+        grid=expand(VIEWS.root(rules.cubic_band_detection.output.grid), **_FIRST),
+        bands=expand(VIEWS.root(rules.cubic_band_detection.output.latents), **_FIRST),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), **_FIRST),
     output:
         out=report_figure("cubic_bands", "Cubic regressor"),
     params:
@@ -368,8 +450,8 @@ rule cubic_fig_bands:
 
 rule cubic_fig_slopes:
     input:
-        scan=expand(rules.cubic_slope_search.output.scan, seed=SEEDS),
-        slopes=expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+        scan=expand(VIEWS.root(rules.cubic_slope_search.output.scan), seed=SEEDS),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
         seeds=rules.cubic_summary.output.seeds,
     output:
         out=report_figure("cubic_slopes", "Cubic regressor"),
@@ -454,20 +536,64 @@ rule cubic_fig_thresholds:
         STEP
 
 
+rule cubic_fig_layers:
+    input:
+        table=rules.cubic_layers_summary.output.table,
+    output:
+        out=report_figure("cubic_layers", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_layers"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_layers"),
+    benchmark:
+        bench_path("figures/cubic_layers")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_training:
+    input:
+        table=rules.cubic_training_summary.output.table,
+    output:
+        out=report_figure("cubic_training", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_training"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_training"),
+    benchmark:
+        bench_path("figures/cubic_training")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 CUBIC_TABLES = [
     *expand(rules.cubic_train.output.fit, seed=SEEDS),
-    *expand(rules.cubic_sae.output.metrics, seed=SEEDS),
-    *expand(rules.cubic_landmark_table.output.ranking, seed=SEEDS),
-    *expand(rules.cubic_band_detection.output.latents, seed=SEEDS),
-    *expand(rules.cubic_slope_search.output.best, seed=SEEDS),
+    *expand(VIEWS.root(rules.cubic_sae.output.metrics), seed=SEEDS),
+    *expand(VIEWS.root(rules.cubic_landmark_table.output.ranking), seed=SEEDS),
+    *expand(VIEWS.root(rules.cubic_band_detection.output.latents), seed=SEEDS),
+    *expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
     *expand(rules.cubic_clamping.output.summary, seed=SEEDS),
     *expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
     *expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
     *rules.cubic_summary.output,
+    *rules.cubic_layers_summary.output,
+    *rules.cubic_training_summary.output,
 ]
 CUBIC_FIGURES = [
     f for n in ("cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp", "cubic_joint_clamp",
-                "cubic_thresholds")
+                "cubic_thresholds", "cubic_layers", "cubic_training")
     for f in figure_files(n)
 ]
 ALL_TARGETS.extend(CUBIC_TABLES + CUBIC_FIGURES)
@@ -520,6 +646,22 @@ rule cubic_thresholds:
     localrule: True
     input:
         figure_files("cubic_thresholds"),
+        RUN_CONFIG,
+
+
+rule cubic_layers:
+    localrule: True
+    input:
+        figure_files("cubic_layers"),
+        rules.cubic_layers_summary.output.table,
+        RUN_CONFIG,
+
+
+rule cubic_training:
+    localrule: True
+    input:
+        figure_files("cubic_training"),
+        rules.cubic_training_summary.output.table,
         RUN_CONFIG,
 
 

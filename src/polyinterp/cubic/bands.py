@@ -92,11 +92,14 @@ def detect_bands(grid: np.ndarray, xs: np.ndarray, as_: np.ndarray, b_slices: np
 
 
 def bands_step(*, model: str, sae: str, slices: str, latents: str, grid: str, params: dict) -> None:
-    """Rule ``cubic_band_detection``: the latents of ``sae`` over the (x, a) ``grid`` at each b slice,
-    per-slice structure-tensor scores (``slices``) and the band verdict per latent (``latents``)."""
+    """Rule ``cubic_band_detection``: the latents of ``sae`` (read through the regressor ``model`` at
+    the hidden layer ``sae`` was fitted on) over the (x, a) ``grid`` at each b slice, per-slice
+    structure-tensor scores (``slices``) and the band verdict per latent (``latents``). ``grid`` keeps
+    every latent's values, or with ``params["grid_latents"] == "bands"`` (the layer and checkpoint
+    views: 256 latents on a paper-size grid are ~1 GB) only the band latents'; ``latent_ids`` names them."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.probe import grid_inputs, latent_activations
-    from polyinterp.cubic.sae import load_sae
+    from polyinterp.cubic.sae import load_sae, sae_layer
     from polyinterp.device import resolve_device
     from polyinterp.io import load_torch, save_parquet, save_torch
 
@@ -111,7 +114,7 @@ def bands_step(*, model: str, sae: str, slices: str, latents: str, grid: str, pa
     if not all(lo <= float(b) <= hi for b in bs):
         raise ConfigError(f"config key 'cubic.bands.b_slices' {params['b_slices']} leaves the training b range "
                           f"[{lo}, {hi}]; choose slices inside it.")
-    z = latent_activations(net, dictionary, grid_inputs(xs, as_, bs), device)
+    z = latent_activations(net, dictionary, grid_inputs(xs, as_, bs), device, layer=sae_layer(sae))
     values = z.reshape(len(bs), len(as_), len(xs), dictionary.m).numpy()
     slices_df, latents_df = detect_bands(values, xs.numpy(), as_.numpy(), bs.numpy(), params)
     slices_df.insert(0, "seed", seed)
@@ -121,7 +124,11 @@ def bands_step(*, model: str, sae: str, slices: str, latents: str, grid: str, pa
              ", ".join(f"{int(r.latent)} (c≈{r.c_grad_median:.3f})" for r in band.itertuples()) or "none")
     save_parquet(slices_df, slices)
     save_parquet(latents_df, latents)
-    save_torch({"seed": seed, "x": xs, "a": as_, "b": bs, "latents": torch.from_numpy(values)}, grid)
+    keep = list(range(dictionary.m))
+    if params.get("grid_latents", "all") == "bands":
+        keep = [int(v) for v in band.latent]
+    save_torch({"seed": seed, "x": xs, "a": as_, "b": bs, "latents": torch.from_numpy(values[..., keep]).contiguous()
+                if len(keep) < dictionary.m else torch.from_numpy(values), "latent_ids": keep}, grid)
 
 
 # ------------------------------------------------------------------------------------ slope search

@@ -109,11 +109,12 @@ def rank_latents(table: pd.DataFrame, strong: float) -> pd.DataFrame:
 
 
 def landmarks_step(*, model: str, sae: str, table: str, ranking: str, params: dict) -> None:
-    """Rule ``cubic_landmark_table``: each latent of ``sae`` (read through the regressor ``model``)
-    against the landmark bumps over the (a, b) grid (``table``) and the per-kind latent ``ranking``."""
+    """Rule ``cubic_landmark_table``: each latent of ``sae`` (read through the regressor ``model`` at
+    the hidden layer ``sae`` was fitted on) against the landmark bumps over the (a, b) grid
+    (``table``) and the per-kind latent ``ranking``."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.probe import grid_inputs, latent_activations
-    from polyinterp.cubic.sae import load_sae
+    from polyinterp.cubic.sae import load_sae, sae_layer
     from polyinterp.device import resolve_device
     from polyinterp.io import load_torch, save_parquet
 
@@ -126,7 +127,7 @@ def landmarks_step(*, model: str, sae: str, table: str, ranking: str, params: di
     xs = torch.linspace(*ranges["x"], params["x_points"])
     a_grid = torch.linspace(*ranges["a"], params["a_points"])
     b_grid = torch.linspace(*ranges["b"], params["b_points"])
-    z = latent_activations(net, dictionary, grid_inputs(xs, a_grid, b_grid), device)
+    z = latent_activations(net, dictionary, grid_inputs(xs, a_grid, b_grid), device, layer=sae_layer(sae))
     z = z.reshape(len(b_grid), len(a_grid), len(xs), dictionary.m).numpy()
     table_df = landmark_table(z, xs.numpy(), a_grid.numpy(), b_grid.numpy(), params["bump_width"])
     table_df.insert(0, "seed", seed)

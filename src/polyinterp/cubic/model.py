@@ -1,7 +1,11 @@
 """The cubic regressor: an MLP 3 → 64 → 64 → 64 → 15 → 1 with ReLU, split at the 15-wide layer.
 
 ``hidden(inputs)`` is the 15-wide activation after its ReLU (the input of the last Linear), and
-``head(h)`` finishes the forward pass, so ``model(inputs) == head(hidden(inputs))``.
+``head(h)`` finishes the forward pass, so ``model(inputs) == head(hidden(inputs))``. Any hidden layer
+splits the same way: hidden layers are numbered 1 … ``n_hidden`` from the input (1 is the first
+64-wide layer, ``n_hidden`` = 4 the 15-wide one), ``layer_acts(inputs, L)`` is layer L after its ReLU
+and ``from_layer(h, L)`` finishes the forward pass from it; for L = ``n_hidden`` they are ``hidden``
+and ``head``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,18 @@ class CubicMLP(nn.Module):
         self.body = nn.Sequential(*layers)
         self.out = nn.Linear(widths[-2], widths[-1])
 
+    @property
+    def n_hidden(self) -> int:
+        """Number of hidden layers (4 for the study's 3 → 64 → 64 → 64 → 15 → 1)."""
+        return len(self.widths) - 2
+
+    def check_layer(self, layer: int) -> int:
+        layer = int(layer)
+        if not 1 <= layer <= self.n_hidden:
+            raise DataError(f"hidden layer {layer} does not exist: the regressor {self.widths} has hidden layers "
+                            f"1 … {self.n_hidden} (cubic.layers.saes names them, 1 nearest the input).")
+        return layer
+
     def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
         """Last hidden layer, after its ReLU: ``[n, widths[-2]]``."""
         return self.body(inputs)
@@ -36,6 +52,16 @@ class CubicMLP(nn.Module):
     def head(self, h: torch.Tensor) -> torch.Tensor:
         """Finish the forward pass from the last hidden layer: ``[n]``."""
         return self.out(h).squeeze(-1)
+
+    def layer_acts(self, inputs: torch.Tensor, layer: int) -> torch.Tensor:
+        """Hidden layer ``layer`` (1 … n_hidden) after its ReLU: ``[n, widths[layer]]``; the last is ``hidden``."""
+        layer = self.check_layer(layer)
+        return self.body(inputs) if layer == self.n_hidden else self.body[: 2 * layer](inputs)
+
+    def from_layer(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Finish the forward pass from hidden layer ``layer``'s activation ``h``: ``[n]``; the last is ``head``."""
+        layer = self.check_layer(layer)
+        return self.head(h if layer == self.n_hidden else self.body[2 * layer :](h))
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         return self.head(self.hidden(inputs))

@@ -1,4 +1,5 @@
-"""SAE latent activations of the regressor on arbitrary inputs (x, a, b): model → 15-wide → SAE encoder."""
+"""SAE latent activations of the regressor on arbitrary inputs (x, a, b): model → hidden layer (the
+15-wide last one unless told) → SAE encoder."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import torch
 
 
 @torch.no_grad()
-def latent_activations(model, sae, inputs: torch.Tensor, device, batch: int = 65536) -> torch.Tensor:
-    """``[n, m]`` SAE latents (CPU, float32) of the last hidden layer at ``inputs`` ``[n, 3]``."""
+def latent_activations(model, sae, inputs: torch.Tensor, device, batch: int = 65536,
+                       layer: int | None = None) -> torch.Tensor:
+    """``[n, m]`` SAE latents (CPU, float32) of hidden layer ``layer`` (None: the last) at ``inputs`` ``[n, 3]``."""
+    layer = model.n_hidden if layer is None else layer
     out = []
     for i in range(0, len(inputs), batch):
-        out.append(sae.encode(model.hidden(inputs[i : i + batch].to(device))).cpu())
+        out.append(sae.encode(model.layer_acts(inputs[i : i + batch].to(device), layer)).cpu())
     return torch.cat(out) if out else torch.zeros(0, sae.m)
 
 

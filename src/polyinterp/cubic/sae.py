@@ -237,8 +237,9 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
 @intra_op_threads()
 def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, curve: str, params: dict) -> None:
     """Rule ``cubic_sae``: fit the TopK SAE on the train split of ``acts`` (one intra-op thread),
-    score it on the held-out split and spliced into the regressor ``model``; write ``sae``, the
-    ``metrics``, per-latent ``latents`` and training ``curve`` tables."""
+    score it on the held-out split and spliced into the regressor ``model`` at the hidden layer
+    ``acts`` holds (recorded in ``sae`` for the later steps); write ``sae``, the ``metrics``, per-latent
+    ``latents`` and training ``curve`` tables."""
     from polyinterp.cubic.activations import load_activations
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.task import target
@@ -257,16 +258,20 @@ def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, cur
 
     # Downstream: the regressor finished from the SAE reconstruction instead of its own activation.
     net = load_model(model, device)
+    layer = net.check_layer(blob.get("layer", net.n_hidden))
+    if x_tr.shape[1] != net.widths[layer]:
+        raise DataError(f"{acts} holds {x_tr.shape[1]}-wide activations but hidden layer {layer} of {model} is "
+                        f"{net.widths[layer]} wide; rebuild {acts} with the cubic_activations rule.")
     with torch.no_grad():
         y_true = target(ho["inputs"]).double()
-        y_splice = net.head(fitted(ho["acts"].to(device))).cpu().double()
+        y_splice = net.from_layer(fitted(ho["acts"].to(device)), layer).cpu().double()
     var_y = float(y_true.var())
     rel_spliced = float((y_splice - y_true).pow(2).mean()) / var_y
     rel_model = float((ho["y_model"].double() - y_true).pow(2).mean()) / var_y
 
     dead_train = float((since_fired >= params["dead_threshold"]).double().mean())
     metrics_df = pd.DataFrame([{
-        "seed": seed, "latents": fitted.m, "k": fitted.k, "r2_heldout": ev["r2"], "r2_train": ev_tr["r2"],
+        "seed": seed, "layer": layer, "width": fitted.d, "latents": fitted.m, "k": fitted.k, "r2_heldout": ev["r2"], "r2_train": ev_tr["r2"],
         "l0_heldout": ev["l0"], "dead_frac_heldout": ev["dead_frac"], "dead_frac_train": dead_train,
         "rel_mse_model": rel_model, "rel_mse_spliced": rel_spliced, "r2_target": float(params["r2_target"]),
         "r2_target_met": bool(ev["r2"] >= params["r2_target"]), "train_seconds": seconds,
@@ -282,7 +287,7 @@ def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, cur
     })
     curve_df = pd.DataFrame(curve_rows)
     curve_df.insert(0, "seed", seed)
-    save_torch({**fitted.state(), "seed": seed, "config_hash": config_hash(params)}, sae)
+    save_torch({**fitted.state(), "seed": seed, "layer": layer, "config_hash": config_hash(params)}, sae)
     save_parquet(metrics_df, metrics)
     save_parquet(latents_df, latents)
     save_parquet(curve_df, curve)
@@ -295,3 +300,12 @@ def load_sae(path, device="cpu") -> TopKSAE:
     if "state" not in blob or "m" not in blob:
         raise DataError(f"{path} is not an SAE file; rebuild it with the cubic_sae rule.")
     return TopKSAE.from_state(blob).to(device).eval()
+
+
+def sae_layer(path) -> int | None:
+    """The hidden layer (1 … n_hidden) the SAE file ``path`` was fitted on; None (the last hidden layer)
+    for a file written before layers were recorded."""
+    from polyinterp.io import load_torch
+
+    layer = load_torch(path).get("layer")
+    return None if layer is None else int(layer)

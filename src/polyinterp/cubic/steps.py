@@ -11,4 +11,7 @@ STEPS = {
     "cubic_joint_clamping": "polyinterp.cubic.joint_clamp:joint_clamp_step",
     "cubic_band_thresholds": "polyinterp.cubic.thresholds:thresholds_step",
     "cubic_summary": "polyinterp.cubic.summary:summary_step",
+    "cubic_checkpoint_model": "polyinterp.cubic.views:checkpoint_model_step",
+    "cubic_layers_summary": "polyinterp.cubic.view_summary:layers_summary_step",
+    "cubic_training_summary": "polyinterp.cubic.view_summary:training_summary_step",
 }

@@ -16,4 +16,6 @@ STEPS = {
     "cubic_fig_clamp": "polyinterp.figures.cubic_clamp:clamp_figure",
     "cubic_fig_joint_clamp": "polyinterp.figures.cubic_joint_clamp:joint_clamp_figure",
     "cubic_fig_thresholds": "polyinterp.figures.cubic_thresholds:thresholds_figure",
+    "cubic_fig_layers": "polyinterp.figures.cubic_views:layers_figure",
+    "cubic_fig_training": "polyinterp.figures.cubic_views:training_figure",
 }

@@ -1,0 +1,209 @@
+"""Views of the regressor the SAE pipeline can read: other hidden layers and earlier checkpoints.
+
+Today's pipeline (activations → SAE → landmarks → bands → slope search) reads the *last* hidden layer
+of the *final* model, under ``results/cubic/seed{seed}/``. The same rules read two more kinds of view,
+each in a folder of its own beside those files:
+
+- ``layer{L}/``: hidden layer L (1 … n_hidden, 1 nearest the input; see :mod:`polyinterp.cubic.model`)
+  of the final model, with the SAE size of ``cubic.layers.saes`` (the last hidden layer is today's
+  pipeline, with ``cubic.sae``'s size, so it has no folder of its own);
+- ``train_step{S}/``: the last hidden layer of the regressor's eval checkpoint at step S
+  (``cubic.training.steps``), extracted from ``checkpoints.pt`` into ``train_step{S}/model.pt`` by
+  :func:`checkpoint_model_step`; the final step with ``stop_at_target`` off is today's pipeline.
+
+Here: the parse-time resolution and checks of both config keys, and the checkpoint extraction.
+"""
+
+from __future__ import annotations
+
+import math
+
+from polyinterp.errors import ConfigError, DataError
+
+
+# ------------------------------------------------------------------------------------------ layers
+def layer_saes(saes: list[dict], widths) -> dict[int, dict]:
+    """``cubic.layers.saes`` → {layer: {"latents", "k"}}, checked against ``cubic.model.widths``.
+
+    Layers are 1 … n_hidden − 1; the last hidden layer is the one ``cubic.sae`` sizes (today's
+    pipeline), so naming it here is an error, as is a layer listed twice or k above latents.
+    """
+    widths = [int(w) for w in widths]
+    n_hidden = len(widths) - 2
+    out: dict[int, dict] = {}
+    for i, entry in enumerate(saes):
+        layer, latents, k = int(entry["layer"]), int(entry["latents"]), int(entry["k"])
+        where = f"config key 'cubic.layers.saes.{i}'"
+        if layer == n_hidden:
+            raise ConfigError(f"{where} names hidden layer {layer}, the last one: its SAE is today's pipeline, sized "
+                              f"by cubic.sae.latents and cubic.sae.k; leave it out of cubic.layers.saes.")
+        if not 1 <= layer < n_hidden:
+            raise ConfigError(f"{where} names hidden layer {layer}, but cubic.model.widths {widths} has hidden "
+                              f"layers 1 … {n_hidden} (1 nearest the input, {n_hidden} the last, which is "
+                              f"cubic.sae's); use a layer between 1 and {n_hidden - 1}.")
+        if layer in out:
+            raise ConfigError(f"{where} names hidden layer {layer} a second time; list each layer once.")
+        if not 1 <= k <= latents:
+            raise ConfigError(f"{where}: k = {k} must be between 1 and its latents ({latents}).")
+        out[layer] = {"latents": latents, "k": k}
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------------------------- training
+def eval_checkpoint_steps(train: dict) -> list[int]:
+    """The steps ``cubic_train`` keeps an eval checkpoint at when it runs all ``cubic.train.steps``:
+    0, every ``eval_every`` steps, and the last step (see :mod:`polyinterp.cubic.train`)."""
+    total, every = int(train["steps"]), int(train["eval_every"])
+    return sorted({0, total, *range(every, total + 1, every)})
+
+
+def _nearest(steps: list[int], value: float) -> int:
+    return min(steps, key=lambda s: (abs(math.log(max(s, 1)) - math.log(max(value, 1))), s))
+
+
+def training_steps(spec, train: dict) -> list[int]:
+    """``cubic.training.steps`` → the sorted checkpoint steps to read, checked against ``cubic.train``.
+
+    ``spec`` is a list of steps (integers or ``"last"``), each an eval checkpoint of ``cubic.train``
+    (:func:`eval_checkpoint_steps`), or ``{"log_spaced": n}``: n steps spaced evenly in log(step)
+    from ``eval_every`` to ``steps``, each the checkpoint nearest in log(step) (repeats dropped).
+    """
+    ckpts = eval_checkpoint_steps(train)
+    total = int(train["steps"])
+    if isinstance(spec, dict):
+        n = int(spec["log_spaced"])
+        lo = min(int(train["eval_every"]), total)
+        want = [total] if n == 1 else [lo * (total / lo) ** (i / (n - 1)) for i in range(n)]
+        return sorted({_nearest([s for s in ckpts if s > 0], w) for w in want})
+    out = []
+    for value in spec:
+        step = total if value == "last" else int(value)
+        if step not in ckpts:
+            near = sorted(ckpts, key=lambda s: (abs(s - step), s))[:2]
+            raise ConfigError(
+                f"config key 'cubic.training.steps' lists step {value}, which is not an eval checkpoint of the "
+                f"regressor: cubic_train keeps one at 0, every cubic.train.eval_every = {train['eval_every']} steps "
+                f"and at the last step (cubic.train.steps = {total}); use a checkpoint step such as "
+                f"{' or '.join(map(str, sorted(near)))}, \"last\", or {{log_spaced: n}}.")
+        out.append(step)
+    if len(set(out)) != len(out):
+        raise ConfigError(f"config key 'cubic.training.steps' {list(spec)} names a step twice; list each once.")
+    return sorted(out)
+
+
+def checkpoint_model_step(*, final: str, checkpoints: str, model: str, params: dict) -> None:
+    """Rule ``cubic_checkpoint_model``: the eval checkpoint at step ``params["step"]`` of
+    ``checkpoints`` as a model file like ``final`` (its widths, ranges and seed; steps_trained and the
+    validation rel-MSE of that checkpoint), read by the pipeline's steps as they read ``model.pt``."""
+    from polyinterp.io import load_torch, save_torch
+
+    step = int(params["step"])
+    blob, meta = load_torch(checkpoints), load_torch(final)
+    if "steps" not in blob or "states" not in blob:
+        raise DataError(f"{checkpoints} is not a cubic checkpoint file; rebuild it with the cubic_train rule.")
+    if step not in blob["steps"]:
+        why = (f"training stopped at step {blob['steps'][-1]} (cubic.train.stop_at_target)"
+               if step > blob["steps"][-1] else "it keeps one every cubic.train.eval_every steps")
+        raise DataError(
+            f"{checkpoints} has no eval checkpoint at step {step}: {why}; its steps are {blob['steps'][0]} … "
+            f"{blob['steps'][-1]}. Choose those steps in config key 'cubic.training.steps'.")
+    i = blob["steps"].index(step)
+    save_torch({
+        **{k: v for k, v in meta.items() if k not in ("state", "target_met")},
+        "state": blob["states"][i], "widths": list(blob["widths"]), "steps_trained": step,
+        "val_rel_mse": float(blob["val_rel_mse"][i]), "checkpoint_step": step,
+        "final_steps_trained": meta.get("steps_trained"),
+    }, model)
+
+
+# ------------------------------------------------------------------------------ the workflow's side
+VIEW_PATTERN = r"(?:/layer\d+|/train_step\d+)?"  # the {view} wildcard: "", "/layer{L}" or "/train_step{S}"
+_ROOT = "results/cubic/seed{seed}"
+
+
+class CubicViews:
+    """The views one config asks for, and what each view rule needs of its ``{view}`` wildcard
+    (parsed once when the workflow is, so that bad ``cubic.layers`` / ``cubic.training`` keys fail
+    then). ``view`` is ``""`` (today's files), ``"/layer{L}"`` or ``"/train_step{S}"``."""
+
+    def __init__(self, cubic: dict, device: str):
+        self.cubic, self.device = cubic, device
+        self.widths = [int(w) for w in cubic["model"]["widths"]]
+        self.last = len(self.widths) - 2
+        self.layer_saes = layer_saes(cubic["layers"]["saes"], self.widths)
+        self.layers = sorted({*self.layer_saes, self.last})  # rows of layers.parquet, the last included
+        self.steps = training_steps(cubic["training"]["steps"], cubic["train"])
+        # the final model is the last eval checkpoint unless training may stop early at the target
+        self.final_step = None if cubic["train"]["stop_at_target"] else int(cubic["train"]["steps"])
+
+    @staticmethod
+    def kind(view: str) -> tuple[str, int | None]:
+        """("layer", L), ("train_step", S) or ("root", None)."""
+        for kind in ("layer", "train_step"):
+            if view.startswith(f"/{kind}"):
+                return kind, int(view[len(kind) + 1 :])
+        return "root", None
+
+    def layer_view(self, layer: int) -> str:
+        return "" if int(layer) == self.last else f"/layer{int(layer)}"
+
+    def step_view(self, step: int) -> str:
+        return "" if int(step) == self.final_step else f"/train_step{int(step)}"
+
+    def model(self, seed, view: str) -> str:
+        """The regressor a view reads: a checkpoint's extracted model, else the final model."""
+        kind, step = self.kind(view)
+        return f"{_ROOT}/train_step{step}/model.pt".format(seed=seed) if kind == "train_step" \
+            else f"{_ROOT}/model.pt".format(seed=seed)
+
+    def activations_params(self, seed, view: str) -> dict:
+        """cubic.activations, and the layer for a layer view (today's files keep their params)."""
+        params = {**self.cubic["activations"], "seed": int(seed), "device": self.device}
+        kind, layer = self.kind(view)
+        if kind == "layer":
+            params["layer"] = layer
+        return params
+
+    def sae_params(self, seed, view: str) -> dict:
+        """cubic.sae, with latents and k of cubic.layers.saes for another hidden layer."""
+        params = {**self.cubic["sae"], "seed": int(seed), "device": self.device}
+        kind, layer = self.kind(view)
+        if kind == "layer" and layer != self.last:
+            if layer not in self.layer_saes:
+                raise ConfigError(f"results/cubic/seed{seed}{view}/ asks for an SAE on hidden layer {layer}, which "
+                                  f"config key 'cubic.layers.saes' does not size; add {{layer: {layer}, latents: ..., k: ...}}.")
+            params.update(self.layer_saes[layer])
+        return params
+
+    def bands_params(self, seed, view: str) -> dict:
+        """cubic.bands; another layer or checkpoint keeps only its band latents in band_grid.pt."""
+        params = {**self.cubic["bands"], "seed": int(seed), "device": self.device}
+        if view:
+            params["grid_latents"] = "bands"
+        return params
+
+    def latents(self, view: str) -> int:
+        kind, layer = self.kind(view)
+        return self.layer_saes[layer]["latents"] if kind == "layer" and layer in self.layer_saes \
+            else int(self.cubic["sae"]["latents"])
+
+    def mem_mb(self, view: str, points: int) -> int:
+        """Memory of a rule holding ``points`` × latents float32 latent values (a few copies)."""
+        return max(3000, int(1500 + 12 * points * self.latents(view) / 2**20))
+
+    @staticmethod
+    def root(pattern: str) -> str:
+        """A view rule's output pattern for today's files (the empty view)."""
+        return str(pattern).replace("{view}", "")
+
+    def files(self, pattern: str, views: list[str], seeds) -> list[str]:
+        """``pattern`` (a view rule's output) for every seed × view, seed-major: the order of the rows."""
+        return [str(pattern).replace("{view}", v).format(seed=s) for s in seeds for v in views]
+
+    def layer_rows(self, seeds) -> list[dict]:
+        return [{"seed": int(s), "layer": layer, "width": self.widths[layer], "is_last": layer == self.last}
+                for s in seeds for layer in self.layers]
+
+    def step_rows(self, seeds) -> list[dict]:
+        total = int(self.cubic["train"]["steps"])
+        return [{"seed": int(s), "step": step, "is_final": step == total} for s in seeds for step in self.steps]
