@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from workflow_helpers import REPO, SMOKE, run_snakemake
+from workflow_helpers import REPO, SMOKE, merged_config, run_snakemake
 from polyinterp.mnist.schedule import checkpoint_steps
 
 PAPER = REPO / "workflow" / "configs" / "paper.yaml"
@@ -86,18 +86,8 @@ def test_scorecard_is_part_of_the_default_target(tmp_path):
 
 
 def merged_cubic(path):
-    """The cubic section of config.yaml overlaid by ``path`` (deep merge, as Snakemake does)."""
-    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
-
-    def update(base, new):
-        for k, v in new.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                update(base[k], v)
-            else:
-                base[k] = v
-
-    if path:
-        update(cfg, yaml.safe_load(path.read_text()))
+    """Seeds and the cubic section of config.yaml overlaid by ``path`` (deep merge, as Snakemake does)."""
+    cfg = merged_config(*([path] if path else []))
     return cfg["seeds"], cfg["cubic"]
 
 

@@ -33,3 +33,24 @@ def run_snakemake(workdir: Path, *args: str, configfiles=(SMOKE,), check: bool =
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc
+
+
+def deep_update(base: dict, new: dict) -> dict:
+    """Overlay ``new`` on ``base`` in place, key by key (as Snakemake merges config files); returns base."""
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            deep_update(base[k], v)
+        else:
+            base[k] = v
+    return base
+
+
+def merged_config(*overlays) -> dict:
+    """config.yaml overlaid by each of ``overlays`` (paths, or names under workflow/configs/)."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    for overlay in overlays:
+        path = Path(overlay) if Path(overlay).is_absolute() else REPO / "workflow" / "configs" / overlay
+        deep_update(cfg, yaml.safe_load(path.read_text()))
+    return cfg

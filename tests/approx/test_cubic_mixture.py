@@ -33,6 +33,7 @@ from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.approx.hermite_gram import HermiteGram
 from polyinterp.approx.hermite_rhs import rhs_mixture
 from polyinterp.approx.polynomial_basis import PolynomialBasis
+from reference_quadrature import split_normal_nodes as _nodes
 
 DT = torch.float64
 
@@ -76,20 +77,6 @@ def _moment(key, mean: np.ndarray, cov: np.ndarray):
 def _keys(p: int, n: int):
     return [c for a in range(n + 1) for c in itertools.combinations_with_replacement(range(p), a)]
 
-
-def _nodes(t0: float, L: float = 12.0, pts: int = 20):
-    x, w = np.polynomial.legendre.leggauss(pts)
-    t0 = min(max(t0, -L), L)
-    ts, ws = [], []
-    for lo, hi in ((-L, t0), (t0, L)):
-        if hi <= lo:
-            continue
-        edges = np.linspace(lo, hi, math.ceil(hi - lo) + 1)
-        for a, b in itertools.pairwise(edges):
-            ts.append(0.5 * (a + b) + 0.5 * (b - a) * x)
-            ws.append(0.5 * (b - a) * w)
-    t, w = np.concatenate(ts), np.concatenate(ws)
-    return t, w * np.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)
 
 
 def brute_force_normal_equations(model, mix: GaussianMixture, B: np.ndarray, shift: np.ndarray, n: int):

@@ -5,24 +5,14 @@ import pytest
 
 from polyinterp.config import load_yaml, validate_config
 from polyinterp.errors import ConfigError
+from workflow_helpers import merged_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def merged(*overrides):
-    cfg = load_yaml(ROOT / "config.yaml")
-
-    def update(base, new):
-        for k, v in new.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                update(base[k], v)
-            else:
-                base[k] = v
-
-    for name in overrides:
-        update(cfg, load_yaml(ROOT / "workflow" / "configs" / name))
-    return cfg
+    return merged_config(*overrides)
 
 
 @pytest.mark.parametrize("overrides", [(), ("smoke.yaml",), ("paper.yaml",)])

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.config import load_yaml
 from polyinterp.cubic.activations import activations_step, load_activations
 from polyinterp.cubic.bands import bands_step, slopes_step
 from polyinterp.cubic.landmarks import landmarks_step
@@ -21,6 +20,7 @@ from polyinterp.cubic.views import (CubicViews, checkpoint_model_step, eval_chec
                                     training_steps)
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_torch, save_torch
+from workflow_helpers import merged_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RANGES = {"x": [-2.0, 2.0], "a": [-2.0, 2.0], "b": [-2.0, 2.0]}
@@ -208,18 +208,7 @@ def test_layer_saes_are_checked_against_the_widths():
 
 
 def merged(*overrides):
-    cfg = load_yaml(ROOT / "config.yaml")
-
-    def update(base, new):
-        for k, v in new.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                update(base[k], v)
-            else:
-                base[k] = v
-
-    for name in overrides:
-        update(cfg, load_yaml(ROOT / "workflow" / "configs" / name))
-    return cfg
+    return merged_config(*overrides)
 
 
 def test_views_keep_todays_params_and_paths_for_the_last_layer_and_final_model():
