@@ -102,11 +102,14 @@ SKIP_DIRS = {"logs", "benchmarks"}
 
 
 def result_files(root: Path) -> dict[str, Path]:
-    """Output files under root/results, by relative path; logs, benchmarks and hidden temp files excluded."""
+    """Output files under root/results, by relative path; logs, benchmarks, hidden temp files and
+    run_config.yaml (the record of a run: its time and config-file paths, not a result) excluded."""
     base = root / "results"
     out = {}
     for path in sorted(base.rglob("*")):
         rel = path.relative_to(base)
+        if str(rel) == "run_config.yaml":
+            continue
         if path.is_file() and not (set(rel.parts[:-1]) & SKIP_DIRS) and not rel.name.startswith("."):
             out[str(rel)] = path
     return out

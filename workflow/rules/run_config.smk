@@ -15,7 +15,6 @@ if _MISMATCH:
 
 
 rule run_config:
-    localrule: True
     output:
         run_config=report(RUN_CONFIG, caption="../report/run_config.rst", category="Run"),
     params:
