@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx import (GLU, MLP, GaussianMixture, ReducedPolynomialApproximant,
+from polyinterp.approx import (GLU, GaussianMixture, ReducedPolynomialApproximant,
                                gaussian_polynomial_approximant, linear_approximant, principal_components,
                                quadratic_approximant, reduced_polynomial_approximant, reduced_polynomial_approximants)
 from polyinterp.approx.errors import ApproxInputError
@@ -34,6 +34,7 @@ from polyinterp.approx.hermite_gram import HermiteGram
 from polyinterp.approx.hermite_rhs import rhs_mixture
 from polyinterp.approx.polynomial_basis import PolynomialBasis
 from reference_quadrature import split_normal_nodes as _nodes
+from random_problems import random_model as _model
 
 DT = torch.float64
 
@@ -142,14 +143,6 @@ def _mixture(d, K, seed, spread=1.0):
     return GaussianMixture(w / w.sum(), means, covs)
 
 
-def _model(kind, d, h, o, seed, act):
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=DT)  # noqa: E731
-    if kind == "mlp":
-        return MLP(r(h, d) / math.sqrt(d), 0.5 * r(h), r(o, h) / math.sqrt(h), r(o), act)
-    return GLU(r(h, d) / math.sqrt(d), 0.5 * r(h), r(h, d) / math.sqrt(d), 0.5 * r(h), r(o, h) / math.sqrt(h), r(o),
-               act)
-
 
 CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "gelu")]
 
@@ -159,7 +152,7 @@ CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("g
 @pytest.mark.parametrize("d,p", [(4, 4), (5, 3)])
 def test_cubic_equals_brute_force_normal_equations(kind, act, d, p):
     mix = _mixture(d, 3, seed=10 + d)
-    model = _model(kind, d, 6, 2, seed=20 + d, act=act)
+    model = _model(kind, d, 6, 2, seed=20 + d, activation=act)
     fits = reduced_polynomial_approximants(model, mix, p, degrees=(2, 3), method="dense")
     pcg = reduced_polynomial_approximants(model, mix, p, degrees=(2, 3), method="pcg", tol=1e-10)
     pcs = fits[3].pcs
@@ -188,7 +181,7 @@ def test_cubic_equals_brute_force_normal_equations(kind, act, d, p):
 def test_pcg_equals_dense(kind, act):
     d, p = 5, 4
     mix = _mixture(d, 3, seed=3)
-    model = _model(kind, d, 8, 3, seed=4, act=act)
+    model = _model(kind, d, 8, 3, seed=4, activation=act)
     dense = reduced_polynomial_approximant(model, mix, p, 3, method="dense")
     pcg = reduced_polynomial_approximant(model, mix, p, 3, method="pcg", tol=1e-11)
     assert pcg.fit_info["converged"] and pcg.fit_info["residual"] <= 1e-11
@@ -231,7 +224,7 @@ def _mc_fit(model, mix, g: ReducedPolynomialApproximant, n: int, seed: int, chun
 def test_cubic_matches_monte_carlo_least_squares(kind, act):
     d, p = 5, 3
     mix = _mixture(d, 3, seed=31)
-    model = _model(kind, d, 8, 2, seed=32, act=act)
+    model = _model(kind, d, 8, 2, seed=32, activation=act)
     g = reduced_polynomial_approximant(model, mix, p, 3)
     mc, cov = _mc_fit(model, mix, g, 1_000_000, seed=33)
     delta = g.coefficients - mc
@@ -249,7 +242,7 @@ def test_cubic_matches_monte_carlo_least_squares(kind, act):
 def test_fvu_matches_monte_carlo(kind, act):
     d, p = 5, 3
     mix = _mixture(d, 3, seed=41)
-    model = _model(kind, d, 8, 2, seed=42, act=act)
+    model = _model(kind, d, 8, 2, seed=42, activation=act)
     fits = reduced_polynomial_approximants(model, mix, p, degrees=(2, 3))
     x = mix.sample(1_000_000, torch.Generator().manual_seed(43))
     f = model(x)
@@ -270,7 +263,7 @@ def test_fvu_matches_monte_carlo(kind, act):
 def test_full_rank_quadratic_and_linear_equal_todays_exact(kind, act):
     d = 4
     mix = _mixture(d, 3, seed=51)
-    model = _model(kind, d, 7, 2, seed=52, act=act)
+    model = _model(kind, d, 7, 2, seed=52, activation=act)
     fits = reduced_polynomial_approximants(model, mix, d, degrees=(1, 2))
     x = mix.sample(2000, torch.Generator().manual_seed(53))
     quad = quadratic_approximant(model, mix, tol=1e-13, max_iter=2000, inner_dtype=None)
@@ -284,7 +277,7 @@ def test_full_rank_quadratic_and_linear_equal_todays_exact(kind, act):
 def test_single_gaussian_cubic_equals_hermite_form(kind, act):
     d = 4
     mix = _mixture(d, 1, seed=61)
-    model = _model(kind, d, 7, 2, seed=62, act=act)
+    model = _model(kind, d, 7, 2, seed=62, activation=act)
     g = reduced_polynomial_approximant(model, mix, d, 3)
     ref = gaussian_polynomial_approximant(model, mix, degree=3)
     x = mix.sample(2000, torch.Generator().manual_seed(63))
@@ -299,7 +292,7 @@ def test_single_gaussian_cubic_equals_hermite_form(kind, act):
 def test_api_shapes_round_trip_and_errors():
     d, p = 5, 3
     mix = _mixture(d, 2, seed=71)
-    model = _model("mlp", d, 6, 3, seed=72, act="relu")
+    model = _model("mlp", d, 6, 3, seed=72, activation="relu")
     g = reduced_polynomial_approximant(model, mix, p)
     assert g.degree == 3 and g.components == p and g.coefficients.shape == (3, math.comb(p + 3, 3))
     assert {"method", "seconds", "residual", "iterations"} <= set(g.fit_info)
@@ -348,7 +341,7 @@ def test_api_shapes_round_trip_and_errors():
 def test_cuda_matches_cpu():
     d, p = 5, 4
     mix = _mixture(d, 3, seed=81)
-    model = _model("glu", d, 8, 2, seed=82, act="gelu")
+    model = _model("glu", d, 8, 2, seed=82, activation="gelu")
     cpu = reduced_polynomial_approximant(model, mix, p, method="pcg", tol=1e-10)
     gpu = reduced_polynomial_approximant(model.to("cuda"), mix.to("cuda"), p, method="pcg", tol=1e-10)
     assert gpu.device.type == "cuda" and gpu.fit_info["converged"]

@@ -11,28 +11,21 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx import GLU, MLP
+from polyinterp.approx import MLP
 from polyinterp.approx.hermite_rhs import rhs_component
 from polyinterp.approx.polynomial_basis import PolynomialBasis
 from polyinterp.approx.univariate import derivative_expectations
+from random_problems import random_model as _model
 
 DT = torch.float64
 
-
-def _model(kind, d, h, o, seed, act):
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=DT)  # noqa: E731
-    if kind == "mlp":
-        return MLP(r(h, d) / math.sqrt(d), 0.5 * r(h), r(o, h) / math.sqrt(h), r(o), act)
-    return GLU(r(h, d) / math.sqrt(d), 0.5 * r(h), r(h, d) / math.sqrt(d), 0.5 * r(h), r(o, h) / math.sqrt(h), r(o),
-               act)
 
 
 @pytest.mark.parametrize("kind,act", [("mlp", "gelu"), ("mlp", "tanh"), ("glu", "gelu"), ("glu", "sigmoid")])
 def test_rhs_equals_quadrature(kind, act):
     d, p, n = 3, 2, 3
     g = torch.Generator().manual_seed(7)
-    model = _model(kind, d, 5, 2, seed=8, act=act)
+    model = _model(kind, d, 5, 2, seed=8, activation=act)
     mean = torch.randn(d, generator=g, dtype=DT)
     A = torch.randn(d, d, generator=g, dtype=DT) / math.sqrt(d)
     cov = A @ A.T + 0.2 * torch.eye(d, dtype=DT)
@@ -53,7 +46,7 @@ def test_rhs_equals_quadrature(kind, act):
 def test_standard_gaussian_special_case(act):
     # x = z ~ N(0, I_p), u = z: E[φ(y) He_α(z)] = E[φ^{(|α|)}(y)] c^α with c = w
     p, n = 3, 3
-    model = _model("mlp", p, 4, 1, seed=9, act=act)
+    model = _model("mlp", p, 4, 1, seed=9, activation=act)
     model = MLP(model.W1, model.b1, torch.eye(4, dtype=DT), torch.zeros(4, dtype=DT), act)  # one output per unit
     R = rhs_component(model, torch.zeros(p, dtype=DT), torch.eye(p, dtype=DT), torch.zeros(p, dtype=DT),
                       torch.eye(p, dtype=DT), n)
