@@ -119,3 +119,54 @@ def test_bad_training_steps_fail_when_the_workflow_is_parsed(tmp_path):
     proc = run_snakemake(tmp_path, "cubic_training", "-n", configfiles=(SMOKE, overlay), check=False)
     assert proc.returncode != 0
     assert "cubic.training.steps" in proc.stdout + proc.stderr and "step 300" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+def test_cubic_capacity_and_grid_jobs(tmp_path, configfile):
+    """Each capacity variant but today's regressor is trained and read once per seed (today's files
+    serve the cubic.model.widths variant); one grid network per seed and (a, b)."""
+    from polyinterp.cubic.views import CubicViews
+
+    proc = run_snakemake(tmp_path, "cubic_capacity", "cubic_grid", "-n", "--quiet", "rules",
+                         configfiles=(configfile,) if configfile else ())
+    counts = job_counts(proc.stdout)
+    seeds, cubic = merged_cubic(configfile)
+    views = CubicViews(cubic, "cpu")
+    trained = [n for n, v in views.capacity.items() if not v["is_model"]]
+    n = len(seeds)
+    assert counts.get("cubic_capacity_train", 0) == n * len(trained)
+    assert counts["cubic_train"] == n  # today's regressor: the base variant and the grid's (x, a, b) network
+    for rule in ("cubic_activations", "cubic_sae", "cubic_band_detection", "cubic_slope_search"):
+        assert counts[rule] == n * (1 + len(trained)), rule
+    assert "cubic_landmark_table" not in counts
+    assert counts["cubic_grid_point"] == n * cubic["grid"]["a_points"] * cubic["grid"]["b_points"]
+    for rule in ("cubic_capacity_summary", "cubic_grid_summary", "cubic_fig_capacity", "cubic_fig_grid"):
+        assert counts[rule] == 1, rule
+    assert not any(rule.startswith("mnist") for rule in counts), counts
+
+
+def test_capacity_and_grid_are_in_the_default_target_only_where_enabled(tmp_path):
+    new = {"cubic_capacity_train", "cubic_capacity_summary", "cubic_fig_capacity", "cubic_grid_point",
+           "cubic_grid_summary", "cubic_fig_grid"}
+    on = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE,)).stdout)
+    assert new <= set(on), on
+    overlay = tmp_path / "off.yaml"
+    overlay.write_text("cubic:\n  capacity:\n    enabled: false\n  grid:\n    enabled: false\n")
+    off = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE, overlay)).stdout)
+    assert not new & set(off), off
+    assert not new & set(job_counts(run_snakemake(tmp_path, "cubic", "-n", "--quiet", "rules",
+                                                  configfiles=(SMOKE, overlay)).stdout))
+    named = job_counts(run_snakemake(tmp_path, "cubic_capacity", "cubic_grid", "-n", "--quiet", "rules",
+                                     configfiles=(SMOKE, overlay)).stdout)
+    assert new <= set(named), named  # the named targets build them either way
+
+
+def test_bad_capacity_and_grid_keys_fail_when_the_workflow_is_parsed(tmp_path):
+    for text, key in (("cubic:\n  capacity:\n    train_steps: 100\n", "cubic.capacity.train_steps"),
+                      ("cubic:\n  capacity:\n    variants: [{name: a, widths: [3, 8, 1]}, {name: a, widths: [3, 9, 1]}]\n",
+                       "cubic.capacity.variants.1"),
+                      ("cubic:\n  grid:\n    widths: [1, 8, 2]\n", "cubic.grid.widths")):
+        overlay = tmp_path / "bad.yaml"
+        overlay.write_text(text)
+        proc = run_snakemake(tmp_path, "cubic_capacity", "-n", configfiles=(SMOKE, overlay), check=False)
+        assert proc.returncode != 0 and key in proc.stdout + proc.stderr, (key, proc.stderr[-2000:])

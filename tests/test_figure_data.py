@@ -252,3 +252,28 @@ def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
     clamp = pd.read_parquet(c / "clamp.parquet")
     assert cl["latents"] == clamp.latent.drop_duplicates().head(1).tolist()
     assert cl["factors"] == sorted(clamp.factor.unique()) and cl["curves"] == sorted(clamp.curve.unique())
+
+
+def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path):
+    from polyinterp.figures import cubic_capacity, cubic_grid
+
+    cap = pd.read_parquet(res / "cubic/capacity.parquet")
+    drawn = cubic_capacity.capacity_figure(table=str(res / "cubic/capacity.parquet"), out=_out(tmp_path, "capacity"))
+    assert drawn["order"] == cap.sort_values(["n_params", "variant"]).variant.tolist()  # one seed in smoke
+    line = drawn["lines"][0]
+    by = cap.set_index("variant").loc[line["variant"]]
+    assert line["val_rel_mse"] == by.val_rel_mse.tolist() and line["n_band_latents"] == by.n_band_latents.tolist()
+
+    grid = pd.read_parquet(res / "cubic/grid.parquet")
+    lat = pd.read_parquet(res / "cubic/grid_latents.parquet")
+    g = cubic_grid.grid_figure(table=str(res / "cubic/grid.parquet"), latents=str(res / "cubic/grid_latents.parquet"),
+                               out=_out(tmp_path, "grid"))
+    for network in ("single", "joint"):
+        sub = grid[grid.network == network]
+        share, landmark = np.asarray(g["heat"][network]), np.asarray(g["heat"][f"landmark_{network}"])
+        for r in sub.itertuples():
+            assert share[r.ib, r.ia] == pytest.approx(r.frac_tracks_range, nan_ok=True)
+            assert landmark[r.ib, r.ia] == pytest.approx(r.median_landmark_corr, nan_ok=True)
+        live = lat[(lat.network == network) & (lat.active_frac > 0)]
+        assert g["medians"][network]["range_corr"] == pytest.approx(live.range_corr.median())
+        assert len(g["points"][network]["range_corr"]) == len(live)

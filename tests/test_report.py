@@ -17,6 +17,6 @@ def test_report_bundles_all_figures(smoke_run):
     text = report.read_text(errors="replace")
     for name in ["fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "cubic_fit", "cubic_landmarks", "cubic_bands",
                  "cubic_slopes", "cubic_clamp", "cubic_joint_clamp", "cubic_thresholds", "cubic_layers",
-                 "cubic_training"]:
+                 "cubic_training", "cubic_capacity", "cubic_grid"]:
         assert f"{name}.png" in text, name
     assert "run_config.yaml" in text  # the report states the config it was built for

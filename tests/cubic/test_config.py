@@ -80,3 +80,17 @@ def test_bad_joint_clamp_and_threshold_keys_are_named(path, value, key):
 ])
 def test_bad_layer_and_training_keys_are_named(path, value, key):
     test_bad_cubic_keys_are_named(path, value, key)
+
+
+@pytest.mark.parametrize("path, value, key", [
+    (("cubic", "capacity", "variants"), [{"name": "a", "widths": [2, 8, 1]}], "cubic.capacity.variants.0.widths.0"),
+    (("cubic", "capacity", "variants"), [{"name": "8x", "widths": [3, 8, 1]}], "cubic.capacity.variants.0.name"),
+    (("cubic", "capacity", "variants"), [], "cubic.capacity.variants"),
+    (("cubic", "capacity", "train_steps"), 0, "cubic.capacity.train_steps"),
+    (("cubic", "grid", "widths"), [3, 15, 1], "cubic.grid.widths.0"),
+    (("cubic", "grid", "score", "x_bins"), 1, "cubic.grid.score.x_bins"),
+    (("cubic", "grid", "sae"), {"latents": 8, "k": 2}, "cubic.grid.sae.steps"),
+    (("cubic", "grid", "enabled"), "yes", "cubic.grid.enabled"),
+])
+def test_bad_capacity_and_grid_keys_are_named(path, value, key):
+    test_bad_cubic_keys_are_named(path, value, key)

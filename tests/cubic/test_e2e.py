@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 FIGURES = ["cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp", "cubic_joint_clamp",
-           "cubic_thresholds", "cubic_layers", "cubic_training"]
+           "cubic_thresholds", "cubic_layers", "cubic_training", "cubic_capacity", "cubic_grid"]
 
 
 @pytest.fixture(scope="module")
@@ -241,3 +241,70 @@ def test_training_table(smoke):
     early = table(smoke, "train_step200/sae_metrics.parquet").iloc[0]
     assert t.iloc[0].r2_heldout == early.r2_heldout and t.iloc[0].rel_mse_model == early.rel_mse_model
     assert early.rel_mse_model != table(smoke, "sae_metrics.parquet").iloc[0].rel_mse_model  # another model
+
+
+@pytest.mark.e2e
+def test_capacity_table(smoke):
+    """Smoke trains one variant (last hidden width 8) beside the base (today's regressor, not retrained)."""
+    import torch
+
+    t = pd.read_parquet(smoke / "cubic" / "capacity.parquet")
+    columns(t, {**VIEW_COLUMNS, "variant": "str", "widths": "str", "n_hidden": "int", "last_width": "int",
+                "n_params": "int", "is_model": "bool", "steps_trained": "int", "val_rel_mse": "float",
+                "rel_mse_out_of_range": "float", "target_met": "bool", "train_seconds": "float"})
+    assert list(zip(t.seed, t.variant, t.widths, t.is_model)) == [
+        (0, "last8", "3-64-64-64-8-1", False), (0, "base", "3-64-64-64-15-1", True)]
+    assert list(t.last_width) == [8, 15] and list(t.n_params) == [9105, 9567]  # 3·64+64 + 2·(64·64+64) + 64·w+w + w+1
+    assert (t.steps_trained == 400).all() and t.val_rel_mse.between(0, 1).all() and t.r2_heldout.between(0.5, 1).all()
+    same_as_todays(t[t.is_model].iloc[0], smoke)
+    fit = table(smoke, "fit.parquet")
+    assert t[t.is_model].val_rel_mse.iloc[0] == fit[fit.split == "val"].rel_mse.iloc[0]
+    # the variant's own files under seed0/capacity_last8/: its widths in its saved model
+    assert torch.load(smoke / "cubic" / "seed0" / "capacity_last8" / "model.pt")["widths"] == [3, 64, 64, 64, 8, 1]
+    m = table(smoke, "capacity_last8/sae_metrics.parquet").iloc[0]
+    assert (m.width, m.latents, m.layer) == (8, 64, 4) and t.iloc[0].r2_heldout == m.r2_heldout
+    vfit = table(smoke, "capacity_last8/fit.parquet")
+    assert t.iloc[0].val_rel_mse == vfit[vfit.split == "val"].rel_mse.iloc[0]
+    assert t.iloc[0].n_live_latents == len(table(smoke, "capacity_last8/slopes.parquet"))
+
+
+@pytest.mark.e2e
+def test_grid_tables(smoke):
+    """Smoke: a 2 × 1 (a, b) grid, one network 1 → 15 → 15 → 15 → 15 → 1 each, 32-latent SAEs."""
+    import torch
+
+    t = pd.read_parquet(smoke / "cubic" / "grid.parquet")
+    columns(t, {"seed": "int", "ia": "int", "ib": "int", "a": "float", "b": "float", "network": "str",
+                "latents": "int", "n_live": "int", "median_range_corr": "float", "median_landmark_corr": "float",
+                "mean_range_corr": "float", "mean_landmark_corr": "float", "frac_tracks_range": "float",
+                "median_active_frac": "float", "rel_mse_line": "float", "sae_r2_line": "float",
+                "val_rel_mse": "float", "sae_r2_heldout": "float"})
+    assert len(t) == 2 * 2 and set(t.network) == {"single", "joint"}
+    assert sorted(set(zip(t.a, t.b))) == [(-2.0, 0.0), (2.0, 0.0)]  # b_points 1: the midpoint of the b range
+    assert (t[t.network == "single"].latents == 32).all() and (t[t.network == "joint"].latents == 64).all()
+    assert (t.n_live <= t.latents).all() and t.frac_tracks_range.dropna().between(0, 1).all()
+    single = t[t.network == "single"]
+    assert single.val_rel_mse.between(0, 1).all() and single.rel_mse_line.between(0, 1).all()
+    assert t[t.network == "joint"].val_rel_mse.isna().all()
+    lat = pd.read_parquet(smoke / "cubic" / "grid_latents.parquet")
+    columns(lat, {"seed": "int", "ia": "int", "ib": "int", "a": "float", "b": "float", "network": "str",
+                  "latent": "int", "active_frac": "float", "range_corr": "float", "range_lo": "float",
+                  "range_hi": "float", "corr_root": "float", "corr_critical": "float", "corr_inflection": "float",
+                  "corr_all": "float", "landmark_corr": "float", "landmark_kind": "str", "tracks_range": "bool"})
+    assert len(lat) == 2 * (32 + 64)
+    live = lat[lat.active_frac > 0]
+    assert live.range_corr.between(-1, 1).all() and (live.range_lo < live.range_hi).all()
+    assert set(live.landmark_kind) <= {"root", "critical", "inflection", "all", ""}
+    assert (lat.tracks_range == (lat.range_corr > lat.landmark_corr.fillna(-np.inf))).all()
+    per = live.groupby(["ia", "ib", "network"])
+    summary = t.set_index(["ia", "ib", "network"])
+    np.testing.assert_allclose(per.tracks_range.mean().loc[summary.index], summary.frac_tracks_range)
+    assert (per.size().loc[summary.index] == summary.n_live).all()
+    # each grid network's files: a 1-D network, its SAE, and the metrics row the table repeats
+    point = smoke / "cubic" / "seed0" / "grid" / "a1_b0"
+    blob = torch.load(point / "model.pt")
+    assert blob["widths"] == [1, 15, 15, 15, 15, 1] and (blob["a"], blob["b"]) == (2.0, 0.0)
+    m = pd.read_parquet(point / "metrics.parquet").iloc[0]
+    row = summary.loc[(1, 0, "single")]
+    assert row.val_rel_mse == m.val_rel_mse and row.sae_r2_heldout == m.sae_r2_heldout
+

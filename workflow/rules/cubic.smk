@@ -1,16 +1,19 @@
 # Study 2: cubic regressor -> activations -> SAE -> landmarks -> band detection -> slope search
 # -> clamping (one latent; joint interventions with the stretch/shift fit) and band-threshold
 # sensitivity -> figures. Named targets: cubic_fit, cubic_landmarks, cubic_bands, cubic_slopes,
-# cubic_clamp, cubic_joint_clamp, cubic_thresholds, cubic_layers, cubic_training (figures) and cubic
-# (everything). Each rule runs `polyinterp <rule>`; its input/output keys are the step function's arguments.
+# cubic_clamp, cubic_joint_clamp, cubic_thresholds, cubic_layers, cubic_training, cubic_capacity,
+# cubic_grid (figures) and cubic (everything the config enables). Each rule runs `polyinterp <rule>`;
+# its input/output keys are the step function's arguments.
 #
 # Views: activations -> SAE -> landmarks -> bands -> slope search run on a view of the regressor, the
 # wildcard {view} after the seed folder (polyinterp.cubic.views): empty for today's pipeline (last
 # hidden layer of the final model, results/cubic/seed{seed}/...), layer{L} for hidden layer L of the
-# final model (cubic.layers) and train_step{S} for the last hidden layer of the eval checkpoint at
-# step S (cubic.training). The activations file records its layer and the SAE file in turn, so later
-# steps read it from their inputs.
-from polyinterp.cubic.views import VIEW_PATTERN, CubicViews
+# final model (cubic.layers), train_step{S} for the last hidden layer of the eval checkpoint at
+# step S (cubic.training) and capacity_{name} for the last hidden layer of another regressor, variant
+# name of cubic.capacity.variants (rule cubic_capacity_train). The activations file records its layer
+# and the SAE file in turn, so later steps read it from their inputs.
+from polyinterp.cubic import grid as cubic_grid
+from polyinterp.cubic.views import CAPACITY_NAME, VIEW_PATTERN, CubicViews
 
 CUBIC = "results/cubic/seed{seed}"
 VIEW = f"{CUBIC}{{view}}"
@@ -19,6 +22,9 @@ VIEWS = CubicViews(config["cubic"], DEVICE)  # checks cubic.layers and cubic.tra
 
 wildcard_constraints:
     view=VIEW_PATTERN,
+    variant=CAPACITY_NAME,
+    ia=r"\d+",
+    ib=r"\d+",
 
 
 rule cubic_train:
@@ -375,6 +381,118 @@ rule cubic_training_summary:
         STEP
 
 
+# ------------------------------------------------------------------------------------ capacity
+# A variant of cubic.capacity.variants is another regressor, trained here with cubic.train's settings;
+# the view rules above read its last hidden layer as the view /capacity_{variant}. A variant with
+# cubic.model.widths (and cubic.train.steps) is today's regressor: its row reads today's files.
+rule cubic_capacity_train:
+    output:
+        model=f"{CUBIC}/capacity_{{variant}}/model.pt",
+        checkpoints=f"{CUBIC}/capacity_{{variant}}/checkpoints.pt",
+        curve=f"{CUBIC}/capacity_{{variant}}/train_curve.parquet",
+        fit=f"{CUBIC}/capacity_{{variant}}/fit.parquet",
+        curves=f"{CUBIC}/capacity_{{variant}}/fit_curves.parquet",
+    params:
+        step=step_params("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
+        files=step_files,
+    log:
+        log_path("cubic/capacity_train_seed{seed}/{variant}"),
+    benchmark:
+        bench_path("cubic/capacity_train_seed{seed}/{variant}")
+    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
+    resources:
+        mem_mb=2000,
+        runtime=120,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_capacity_summary:
+    input:
+        model=VIEWS.capacity_files(rules.cubic_train.output.model, SEEDS),
+        fit=VIEWS.capacity_files(rules.cubic_train.output.fit, SEEDS),
+        metrics=VIEWS.capacity_files(rules.cubic_sae.output.metrics, SEEDS),
+        slopes=VIEWS.capacity_files(rules.cubic_slope_search.output.best, SEEDS),
+    output:
+        table="results/cubic/capacity.parquet",
+    params:
+        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(SEEDS)}),
+        files=step_files,
+    log:
+        log_path("cubic/capacity_summary"),
+    benchmark:
+        bench_path("cubic/capacity_summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+# ------------------------------------------------------------------------ single-polynomial grid
+# One network 1 -> ... -> 1 per (a, b) of cubic.grid, regressing that one cubic in x, with a TopK SAE
+# on its last hidden layer (polyinterp.cubic.grid); the summary scores its latents and the (x, a, b)
+# regressor's at the same (a, b): x range or landmarks (polyinterp.cubic.tracking).
+GRID_POINT = f"{CUBIC}/grid/a{{ia}}_b{{ib}}"
+cubic_grid.check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails at parse time
+
+
+rule cubic_grid_point:
+    output:
+        model=f"{GRID_POINT}/model.pt",
+        sae=f"{GRID_POINT}/sae.pt",
+        metrics=f"{GRID_POINT}/metrics.parquet",
+    params:
+        step=step_params(
+            "cubic_grid_point", lambda wc: cubic_grid.point_params(config["cubic"], wc.seed, wc.ia, wc.ib, DEVICE)
+        ),
+        files=step_files,
+    log:
+        log_path("cubic/grid_seed{seed}/a{ia}_b{ib}"),
+    benchmark:
+        bench_path("cubic/grid_seed{seed}/a{ia}_b{ib}")
+    threads: 1  # the training loops run on one intra-op thread (polyinterp.cubic.threads)
+    resources:
+        mem_mb=1500,
+        runtime=20,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_grid_summary:
+    input:
+        model=cubic_grid.point_files(rules.cubic_grid_point.output.model, config["cubic"], SEEDS),
+        sae=cubic_grid.point_files(rules.cubic_grid_point.output.sae, config["cubic"], SEEDS),
+        metrics=cubic_grid.point_files(rules.cubic_grid_point.output.metrics, config["cubic"], SEEDS),
+        joint_model=expand(rules.cubic_train.output.model, seed=SEEDS),
+        joint_sae=expand(VIEWS.root(rules.cubic_sae.output.sae), seed=SEEDS),
+    output:
+        table="results/cubic/grid.parquet",
+        latents="results/cubic/grid_latents.parquet",
+    params:
+        step=step_params("cubic_grid_summary", lambda wc: cubic_grid.summary_params(config["cubic"], SEEDS, DEVICE)),
+        files=step_files,
+    log:
+        log_path("cubic/grid_summary"),
+    benchmark:
+        bench_path("cubic/grid_summary")
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 # ----------------------------------------------------------------------------------- figures
 # Per-seed panels show the first seed; multi-seed panels show every seed.
 _FIRST = {"seed": SEEDS[0]}
@@ -578,6 +696,49 @@ rule cubic_fig_training:
         STEP
 
 
+rule cubic_fig_capacity:
+    input:
+        table=rules.cubic_capacity_summary.output.table,
+    output:
+        out=report_figure("cubic_capacity", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_capacity"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_capacity"),
+    benchmark:
+        bench_path("figures/cubic_capacity")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_grid:
+    input:
+        table=rules.cubic_grid_summary.output.table,
+        latents=rules.cubic_grid_summary.output.latents,
+    output:
+        out=report_figure("cubic_grid", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_grid"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_grid"),
+    benchmark:
+        bench_path("figures/cubic_grid")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 CUBIC_TABLES = [
     *expand(rules.cubic_train.output.fit, seed=SEEDS),
     *expand(VIEWS.root(rules.cubic_sae.output.metrics), seed=SEEDS),
@@ -596,6 +757,14 @@ CUBIC_FIGURES = [
                 "cubic_thresholds", "cubic_layers", "cubic_training")
     for f in figure_files(n)
 ]
+# capacity and the single-polynomial grid: in `rule all` and `cubic` only where the config enables them
+# (cubic.capacity.enabled, cubic.grid.enabled); their named targets build them either way.
+if config["cubic"]["capacity"]["enabled"]:
+    CUBIC_TABLES += rules.cubic_capacity_summary.output
+    CUBIC_FIGURES += figure_files("cubic_capacity")
+if config["cubic"]["grid"]["enabled"]:
+    CUBIC_TABLES += rules.cubic_grid_summary.output
+    CUBIC_FIGURES += figure_files("cubic_grid")
 ALL_TARGETS.extend(CUBIC_TABLES + CUBIC_FIGURES)
 
 
@@ -662,6 +831,22 @@ rule cubic_training:
     input:
         figure_files("cubic_training"),
         rules.cubic_training_summary.output.table,
+        RUN_CONFIG,
+
+
+rule cubic_capacity:
+    localrule: True
+    input:
+        figure_files("cubic_capacity"),
+        rules.cubic_capacity_summary.output.table,
+        RUN_CONFIG,
+
+
+rule cubic_grid:
+    localrule: True
+    input:
+        figure_files("cubic_grid"),
+        rules.cubic_grid_summary.output,
         RUN_CONFIG,
 
 

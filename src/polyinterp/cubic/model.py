@@ -6,6 +6,9 @@ splits the same way: hidden layers are numbered 1 … ``n_hidden`` from the inpu
 64-wide layer, ``n_hidden`` = 4 the 15-wide one), ``layer_acts(inputs, L)`` is layer L after its ReLU
 and ``from_layer(h, L)`` finishes the forward pass from it; for L = ``n_hidden`` they are ``hidden``
 and ``head``.
+
+The input is (x, a, b), width 3, for the study's regressor, or x alone, width 1, for a network that
+regresses one polynomial at fixed (a, b) (the single-polynomial grid, :mod:`polyinterp.cubic.grid`).
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from torch import nn
 from polyinterp.errors import DataError
 
 DEFAULT_WIDTHS = (3, 64, 64, 64, 15, 1)
+INPUT_WIDTHS = {3: "(x, a, b)", 1: "x alone, (a, b) fixed"}
 
 
 class CubicMLP(nn.Module):
     def __init__(self, widths=DEFAULT_WIDTHS):
         super().__init__()
         widths = tuple(int(w) for w in widths)
-        if len(widths) < 3 or widths[0] != 3 or widths[-1] != 1:
-            raise DataError(f"cubic MLP widths {widths} must start at 3 (x, a, b) and end at 1 (y).")
+        if len(widths) < 3 or widths[0] not in INPUT_WIDTHS or widths[-1] != 1 or min(widths) < 1:
+            raise DataError(f"cubic MLP widths {widths} must start at 3 (x, a, b) or 1 (x alone, a and b fixed), "
+                            f"end at 1 (y) and have at least one hidden layer.")
         self.widths = widths
         layers = []
         for i in range(len(widths) - 2):

@@ -14,4 +14,8 @@ STEPS = {
     "cubic_checkpoint_model": "polyinterp.cubic.views:checkpoint_model_step",
     "cubic_layers_summary": "polyinterp.cubic.view_summary:layers_summary_step",
     "cubic_training_summary": "polyinterp.cubic.view_summary:training_summary_step",
+    "cubic_capacity_train": "polyinterp.cubic.train:train_step",
+    "cubic_capacity_summary": "polyinterp.cubic.capacity:capacity_summary_step",
+    "cubic_grid_point": "polyinterp.cubic.grid:grid_point_step",
+    "cubic_grid_summary": "polyinterp.cubic.grid:grid_summary_step",
 }

@@ -78,5 +78,15 @@ def generator(seed: int, stream: int) -> torch.Generator:
     return g
 
 
+def sample_x(n: int, x_range, generator: torch.Generator) -> torch.Tensor:
+    """``[n, 1]`` float32 x drawn uniformly from ``x_range`` = (low, high) (CPU, seeded): the inputs of
+    a network that regresses one polynomial at fixed (a, b) (:mod:`polyinterp.cubic.grid`)."""
+    lo, hi = (float(v) for v in x_range)
+    u = torch.rand(n, 1, generator=generator, dtype=torch.float64)
+    return (lo + u * (hi - lo)).float()
+
+
 # Fixed stream numbers: one per use of random numbers, so adding a use never shifts another.
 STREAM_INIT, STREAM_TRAIN, STREAM_VAL, STREAM_OOR, STREAM_ACTS, STREAM_HELDOUT, STREAM_SAE = range(7)
+# The single-polynomial grid's networks (x alone): training batches, validation, SAE inputs, held out.
+STREAM_GRID_TRAIN, STREAM_GRID_VAL, STREAM_GRID_ACTS, STREAM_GRID_HELDOUT = range(7, 11)

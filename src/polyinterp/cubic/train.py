@@ -185,8 +185,10 @@ def train_regressor(params: dict, seed: int):
     return model, curve, ckpts, fit, rows, meta
 
 
-def check_alive(model, inputs: torch.Tensor, rel_mse: float, seed: int, step: int, tp: dict) -> None:
-    """Refuse a dead regressor where it happens, naming the keys that cause it.
+def check_alive(model, inputs: torch.Tensor, rel_mse: float, seed: int, step: int, tp: dict,
+                key: str = "cubic.train", what_net: str = "cubic regressor") -> None:
+    """Refuse a dead regressor where it happens, naming the keys that cause it (``key``.lr and
+    ``key``.warmup_steps: the training section that made ``model``).
 
     Dead means a hidden layer with no unit active on the validation inputs (the network is then a
     constant) or a validation relative MSE ≥ 1 (no better than predicting the mean). Either way the
@@ -202,8 +204,8 @@ def check_alive(model, inputs: torch.Tensor, rel_mse: float, seed: int, step: in
         if dead else f"validation rel-MSE {rel_mse:.3g} >= 1, no better than predicting the mean"
     )
     raise TrainingError(
-        f"cubic regressor (seed {seed}) is dead after {step} steps: {what}. Usually the rate was too high "
-        f"at the start: lower cubic.train.lr (now {tp['lr']}) or raise cubic.train.warmup_steps (now "
+        f"{what_net} (seed {seed}) is dead after {step} steps: {what}. Usually the rate was too high "
+        f"at the start: lower {key}.lr (now {tp['lr']}) or raise {key}.warmup_steps (now "
         f"{tp['warmup_steps']})."
     )
 

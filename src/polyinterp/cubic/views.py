@@ -9,9 +9,13 @@ each in a folder of its own beside those files:
   pipeline, with ``cubic.sae``'s size, so it has no folder of its own);
 - ``train_step{S}/``: the last hidden layer of the regressor's eval checkpoint at step S
   (``cubic.training.steps``), extracted from ``checkpoints.pt`` into ``train_step{S}/model.pt`` by
-  :func:`checkpoint_model_step`; the final step with ``stop_at_target`` off is today's pipeline.
+  :func:`checkpoint_model_step`; the final step with ``stop_at_target`` off is today's pipeline;
+- ``capacity_{name}/``: the last hidden layer of another regressor, variant ``name`` of
+  ``cubic.capacity.variants`` (its own widths, trained by rule ``cubic_capacity_train`` with
+  ``cubic.train``'s settings into ``capacity_{name}/model.pt``); a variant with ``cubic.model.widths``
+  and ``cubic.train``'s steps is today's regressor and pipeline, not a copy.
 
-Here: the parse-time resolution and checks of both config keys, and the checkpoint extraction.
+Here: the parse-time resolution and checks of these config keys, and the checkpoint extraction.
 """
 
 from __future__ import annotations
@@ -91,6 +95,47 @@ def training_steps(spec, train: dict) -> list[int]:
     return sorted(out)
 
 
+# -------------------------------------------------------------------------------------- capacity
+def capacity_variants(capacity: dict, model_widths, train: dict) -> dict[str, dict]:
+    """``cubic.capacity`` → {name: {"widths": [...], "is_model": bool, "steps": int}} in config
+    order, checked.
+
+    A variant is another regressor (its ``widths``, from 3 inputs to 1 output) trained with
+    ``cubic.train``'s settings, its steps ``cubic.capacity.train_steps`` (null: ``cubic.train.steps``).
+    ``is_model``: the variant has ``cubic.model.widths`` and ``cubic.train.steps``, i.e. it is today's
+    regressor, whose files it reads (no retraining). Names and widths must be unique.
+    """
+    model_widths = [int(w) for w in model_widths]
+    total = int(train["steps"])
+    steps = total if capacity["train_steps"] is None else int(capacity["train_steps"])
+    if int(train["eval_every"]) > steps:
+        raise ConfigError(f"config key 'cubic.capacity.train_steps' ({steps}) is below cubic.train.eval_every "
+                          f"({train['eval_every']}), which the variants train with; raise it to at least "
+                          f"{train['eval_every']} or set it to null (cubic.train.steps).")
+    out: dict[str, dict] = {}
+    seen: dict[tuple, str] = {}
+    for i, entry in enumerate(capacity["variants"]):
+        name, widths = str(entry["name"]), [int(w) for w in entry["widths"]]
+        where = f"config key 'cubic.capacity.variants.{i}'"
+        if len(widths) < 3 or widths[0] != 3 or widths[-1] != 1:
+            raise ConfigError(f"{where} has widths {widths}; a variant of the regressor starts at 3 (x, a, b), "
+                              f"ends at 1 (y) and has at least one hidden layer, e.g. [3, 64, 64, 64, 8, 1].")
+        if name in out:
+            raise ConfigError(f"{where} names variant {name!r} a second time; give every variant its own name.")
+        if tuple(widths) in seen:
+            raise ConfigError(f"{where} ({name!r}) has the widths {widths} of variant {seen[tuple(widths)]!r}; "
+                              f"list each architecture once.")
+        seen[tuple(widths)] = name
+        out[name] = {"widths": widths, "is_model": widths == model_widths and steps == total, "steps": steps}
+    return out
+
+
+def n_params(widths) -> int:
+    """Weights and biases of an MLP with these layer widths."""
+    widths = [int(w) for w in widths]
+    return sum(widths[i] * widths[i + 1] + widths[i + 1] for i in range(len(widths) - 1))
+
+
 def checkpoint_model_step(*, final: str, checkpoints: str, model: str, params: dict) -> None:
     """Rule ``cubic_checkpoint_model``: the eval checkpoint at step ``params["step"]`` of
     ``checkpoints`` as a model file like ``final`` (its widths, ranges and seed; steps_trained and the
@@ -117,14 +162,17 @@ def checkpoint_model_step(*, final: str, checkpoints: str, model: str, params: d
 
 
 # ------------------------------------------------------------------------------ the workflow's side
-VIEW_PATTERN = r"(?:/layer\d+|/train_step\d+)?"  # the {view} wildcard: "", "/layer{L}" or "/train_step{S}"
+CAPACITY_NAME = r"[A-Za-z][A-Za-z0-9_]*"  # a cubic.capacity.variants name (the schema's pattern)
+# the {view} wildcard: "", "/layer{L}", "/train_step{S}" or "/capacity_{name}"
+VIEW_PATTERN = rf"(?:/layer\d+|/train_step\d+|/capacity_{CAPACITY_NAME})?"
 _ROOT = "results/cubic/seed{seed}"
 
 
 class CubicViews:
     """The views one config asks for, and what each view rule needs of its ``{view}`` wildcard
-    (parsed once when the workflow is, so that bad ``cubic.layers`` / ``cubic.training`` keys fail
-    then). ``view`` is ``""`` (today's files), ``"/layer{L}"`` or ``"/train_step{S}"``."""
+    (parsed once when the workflow is, so that bad ``cubic.layers`` / ``cubic.training`` /
+    ``cubic.capacity`` keys fail then). ``view`` is ``""`` (today's files), ``"/layer{L}"``,
+    ``"/train_step{S}"`` or ``"/capacity_{name}"``."""
 
     def __init__(self, cubic: dict, device: str):
         self.cubic, self.device = cubic, device
@@ -135,10 +183,13 @@ class CubicViews:
         self.steps = training_steps(cubic["training"]["steps"], cubic["train"])
         # the final model is the last eval checkpoint unless training may stop early at the target
         self.final_step = None if cubic["train"]["stop_at_target"] else int(cubic["train"]["steps"])
+        self.capacity = capacity_variants(cubic["capacity"], self.widths, cubic["train"])
 
     @staticmethod
-    def kind(view: str) -> tuple[str, int | None]:
-        """("layer", L), ("train_step", S) or ("root", None)."""
+    def kind(view: str) -> tuple[str, int | str | None]:
+        """("layer", L), ("train_step", S), ("capacity", name) or ("root", None)."""
+        if view.startswith("/capacity_"):
+            return "capacity", view[len("/capacity_") :]
         for kind in ("layer", "train_step"):
             if view.startswith(f"/{kind}"):
                 return kind, int(view[len(kind) + 1 :])
@@ -150,11 +201,41 @@ class CubicViews:
     def step_view(self, step: int) -> str:
         return "" if int(step) == self.final_step else f"/train_step{int(step)}"
 
+    def capacity_view(self, name: str) -> str:
+        return "" if self.capacity[name]["is_model"] else f"/capacity_{name}"
+
     def model(self, seed, view: str) -> str:
-        """The regressor a view reads: a checkpoint's extracted model, else the final model."""
-        kind, step = self.kind(view)
-        return f"{_ROOT}/train_step{step}/model.pt".format(seed=seed) if kind == "train_step" \
-            else f"{_ROOT}/model.pt".format(seed=seed)
+        """The regressor a view reads: a checkpoint's extracted model, a capacity variant's own model,
+        else the final model."""
+        kind, which = self.kind(view)
+        if kind == "capacity":
+            self._variant(seed, view)
+        folder = {"train_step": f"/train_step{which}", "capacity": f"/capacity_{which}"}.get(kind, "")
+        return f"{_ROOT}{folder}/model.pt".format(seed=seed)
+
+    def _variant(self, seed, view: str) -> dict:
+        name = self.kind(view)[1]
+        if name not in self.capacity or self.capacity[name]["is_model"]:
+            why = "is today's regressor (results/cubic/seed{seed}/)" if name in self.capacity else \
+                "is not a variant of config key 'cubic.capacity.variants'"
+            raise ConfigError(f"results/cubic/seed{seed}{view}/ asks for capacity variant {name!r}, which "
+                              f"{why.format(seed=seed)}; ask for the variants the config lists.")
+        return self.capacity[name]
+
+    def capacity_train_params(self, seed, name: str) -> dict:
+        """Rule cubic_capacity_train's params: cubic_train's, with the variant's widths and steps."""
+        variant = self._variant(seed, f"/capacity_{name}")
+        return {"task": self.cubic["task"], "model": {"widths": variant["widths"]},
+                "train": {**self.cubic["train"], "steps": variant["steps"]}, "seed": int(seed), "device": self.device}
+
+    def capacity_rows(self, seeds) -> list[dict]:
+        return [{"seed": int(s), "variant": name, "widths": v["widths"], "is_model": v["is_model"],
+                 "steps": v["steps"]} for s in seeds for name, v in self.capacity.items()]
+
+    def capacity_files(self, pattern: str, seeds) -> list[str]:
+        """``pattern`` (a view rule's or cubic_train's output) for every seed × variant, seed-major."""
+        return self.files(str(pattern).replace(f"{_ROOT}/", f"{_ROOT}{{view}}/", 1) if "{view}" not in str(pattern)
+                          else pattern, [self.capacity_view(n) for n in self.capacity], seeds)
 
     def activations_params(self, seed, view: str) -> dict:
         """cubic.activations, and the layer for a layer view (today's files keep their params)."""

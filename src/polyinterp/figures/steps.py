@@ -18,4 +18,6 @@ STEPS = {
     "cubic_fig_thresholds": "polyinterp.figures.cubic_thresholds:thresholds_figure",
     "cubic_fig_layers": "polyinterp.figures.cubic_views:layers_figure",
     "cubic_fig_training": "polyinterp.figures.cubic_views:training_figure",
+    "cubic_fig_capacity": "polyinterp.figures.cubic_capacity:capacity_figure",
+    "cubic_fig_grid": "polyinterp.figures.cubic_grid:grid_figure",
 }

@@ -1,0 +1,287 @@
+"""The single-polynomial grid (the blog's early result): one network per polynomial.
+
+For each (a, b) of a ``cubic.grid.a_points`` × ``b_points`` grid over the training box, a network
+``cubic.grid.widths`` (1 → 15 → 15 → 15 → 15 → 1, ReLU) regresses that one cubic
+y = x³ + a·x² + b·x from x alone, x uniform on the training x range, and a TopK SAE is fitted on its
+last hidden layer (rule ``cubic_grid_point``, folder ``results/cubic/seed{seed}/grid/a{i}_b{j}/``).
+Every grid network of a seed starts from the same weights and sees the same x batches (its own
+seeded streams, :mod:`polyinterp.cubic.task`): only the target differs.
+
+``grid_summary_step`` (rule ``cubic_grid_summary``) reads each network's latents along x, and the
+(x, a, b) regressor's latents (today's SAE) along x at the same (a, b), and scores every latent on
+whether it tracks the x range or the landmarks (:mod:`polyinterp.cubic.tracking`): per latent
+``results/cubic/grid_latents.parquet``, per (seed, a, b, network) ``results/cubic/grid.parquet``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from polyinterp.config import config_hash
+from polyinterp.cubic.model import build_model
+from polyinterp.cubic.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL, cubic,
+                                   generator, sample_x)
+from polyinterp.cubic.threads import intra_op_threads
+from polyinterp.cubic.train import check_alive, lr_factor
+from polyinterp.device import resolve_device
+from polyinterp.errors import ConfigError, DataError, TrainingError
+
+log = logging.getLogger(__name__)
+NETWORKS = ("single", "joint")  # the one-polynomial network; the (x, a, b) regressor at the same (a, b)
+
+
+# ------------------------------------------------------------------------------------------ grid
+def grid_values(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` evenly spaced values from ``lo`` to ``hi`` (both included); one value: the midpoint."""
+    lo, hi, n = float(lo), float(hi), int(n)
+    return [(lo + hi) / 2] if n == 1 else [float(v) for v in np.linspace(lo, hi, n)]
+
+
+def grid_points(grid: dict, ranges: dict) -> list[dict]:
+    """The (a, b) of ``cubic.grid`` over ``cubic.task.ranges``: ``[{"ia", "ib", "a", "b"}]``, a slowest."""
+    a_vals = grid_values(*ranges["a"], grid["a_points"])
+    b_vals = grid_values(*ranges["b"], grid["b_points"])
+    return [{"ia": i, "ib": j, "a": a, "b": b} for i, a in enumerate(a_vals) for j, b in enumerate(b_vals)]
+
+
+def check_widths(widths) -> list[int]:
+    widths = [int(w) for w in widths]
+    if len(widths) < 3 or widths[0] != 1 or widths[-1] != 1:
+        raise ConfigError(f"config key 'cubic.grid.widths' is {widths}; a single-polynomial network reads x alone "
+                          f"and outputs y: it starts and ends at 1 with at least one hidden layer, e.g. "
+                          f"[1, 15, 15, 15, 15, 1].")
+    return widths
+
+
+# -------------------------------------------------------------------------------------- training
+@torch.no_grad()
+def line_rel_mse(model, x: torch.Tensor, a: float, b: float) -> tuple[float, float, float]:
+    """(MSE, MSE / Var(y), max |error|) of ``model`` on inputs ``x`` [n, 1] against x³ + a·x² + b·x."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    err = (model(x.to(device)).cpu() - cubic(x[:, 0], a, b)).double()
+    model.train(was_training)
+    mse, var = float(err.pow(2).mean()), float(cubic(x[:, 0], a, b).double().var())
+    return mse, mse / var, float(err.abs().max())
+
+
+@intra_op_threads()
+def train_single(a: float, b: float, x_range, widths, tp: dict, seed: int, device) -> tuple[torch.nn.Module, dict]:
+    """Train the network ``widths`` (input width 1) on y = x³ + a·x² + b·x, x uniform on ``x_range``:
+    Adam, linear warm-up then cosine decay (the regressor's schedule), loss MSE / Var(y) of the
+    validation set. Returns (model in eval mode, fit info). One intra-op thread."""
+    widths = check_widths(widths)
+    val = sample_x(tp["val_samples"], x_range, generator(seed, STREAM_GRID_VAL))
+    var_val = float(cubic(val[:, 0], a, b).double().var())
+    if var_val <= 0:
+        raise ConfigError(f"y = x³ + {a}·x² + {b}·x is constant on the x range {list(x_range)}; widen cubic.task.ranges.x.")
+    model = build_model(widths, seed).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=tp["lr"], foreach=True)
+    gen = generator(seed, STREAM_GRID_TRAIN)
+    total, t0 = int(tp["steps"]), time.time()
+    for step in range(total):
+        for group in opt.param_groups:
+            group["lr"] = tp["lr"] * lr_factor(step, tp["warmup_steps"], total, tp["final_lr_ratio"])
+        xb = sample_x(tp["batch_size"], x_range, gen).to(device)
+        loss = ((model(xb) - cubic(xb[:, 0], a, b)) ** 2).mean() / var_val
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % 200 == 0 and not math.isfinite(float(loss.detach())):
+            raise TrainingError(f"single-polynomial network (a = {a:g}, b = {b:g}, seed {seed}) diverged at step "
+                                f"{step + 1}; lower cubic.grid.train.lr or raise cubic.grid.train.warmup_steps.")
+    seconds = time.time() - t0
+    model.eval()
+    mse, rel, max_err = line_rel_mse(model, val, a, b)
+    check_alive(model, val.to(device), rel, seed, total, tp, key="cubic.grid.train",
+                what_net=f"single-polynomial network (a = {a:g}, b = {b:g})")
+    log.info("a = %g, b = %g: val rel-MSE %.3e after %d steps (%.1f s)", a, b, rel, total, seconds)
+    return model, {"val_mse": mse, "val_rel_mse": rel, "val_max_abs_err": max_err, "var_y": var_val,
+                   "steps_trained": total, "train_seconds": seconds}
+
+
+def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None:
+    """Rule ``cubic_grid_point``: for ``params["a"]``, ``params["b"]``, train the single-polynomial
+    network (``widths``, ``train``, on ``x_range``), then a TopK SAE (``sae``) on its last hidden layer
+    at ``activations.n_train`` fresh x (scored on ``n_heldout`` more); write ``model``, ``sae`` and a
+    one-row ``metrics`` table."""
+    from polyinterp.cubic.sae import evaluate_sae, train_sae
+    from polyinterp.io import save_parquet, save_torch
+
+    seed, a, b = int(params["seed"]), float(params["a"]), float(params["b"])
+    x_range = [float(v) for v in params["x_range"]]
+    device = resolve_device(params["device"])
+    net, info = train_single(a, b, x_range, params["widths"], params["train"], seed, device)
+    acts = {}
+    with torch.no_grad():
+        for split, n, stream in (("train", params["activations"]["n_train"], STREAM_GRID_ACTS),
+                                 ("heldout", params["activations"]["n_heldout"], STREAM_GRID_HELDOUT)):
+            x = sample_x(n, x_range, generator(seed, stream))
+            acts[split] = (x, net.hidden(x.to(device)).cpu())
+    t0 = time.time()
+    fitted, _, since_fired = train_sae(acts["train"][1], params["sae"], seed, device)
+    sae_seconds = time.time() - t0
+    ev = evaluate_sae(fitted, acts["heldout"][1])
+    x_ho, h_ho = acts["heldout"]
+    with torch.no_grad():
+        y_splice = net.head(fitted(h_ho.to(device))).cpu().double()
+    y_true = cubic(x_ho[:, 0], a, b).double()
+    rel_spliced = float((y_splice - y_true).pow(2).mean()) / float(y_true.var())
+    widths = [int(w) for w in net.widths]
+    save_torch({"state": {k: v.cpu() for k, v in net.state_dict().items()}, "widths": widths, "seed": seed,
+                "a": a, "b": b, "ranges": {"x": x_range}, **info, "config_hash": config_hash(params)}, model)
+    save_torch({**fitted.state(), "seed": seed, "layer": net.n_hidden, "a": a, "b": b,
+                "config_hash": config_hash(params)}, sae)
+    row = {"seed": seed, "ia": int(params["ia"]), "ib": int(params["ib"]), "a": a, "b": b,
+           "widths": "-".join(map(str, widths)), **info, "latents": fitted.m, "k": fitted.k,
+           "sae_r2_heldout": ev["r2"], "sae_l0_heldout": ev["l0"], "sae_dead_frac_heldout": ev["dead_frac"],
+           "sae_dead_frac_train": float((since_fired >= params["sae"]["dead_threshold"]).double().mean()),
+           "rel_mse_spliced": rel_spliced, "sae_seconds": sae_seconds}
+    log.info("a = %g, b = %g: SAE held-out R² %.4f, L0 %.2f, dead %.3f; spliced rel-MSE %.2e",
+             a, b, ev["r2"], ev["l0"], ev["dead_frac"], rel_spliced)
+    save_parquet(pd.DataFrame([row]), metrics)
+
+
+# --------------------------------------------------------------------------------------- summary
+def _line(xs: torch.Tensor, a: float, b: float, width: int) -> torch.Tensor:
+    """Inputs along x at (a, b) for a network of input ``width`` (1: x; 3: x, a, b)."""
+    if width == 1:
+        return xs[:, None]
+    return torch.stack([xs, torch.full_like(xs, a), torch.full_like(xs, b)], 1)
+
+
+@torch.no_grad()
+def line_profiles(net, dictionary, xs: torch.Tensor, a: float, b: float, device, layer: int | None = None):
+    """Along ``xs`` at (a, b): (SAE latents [n, m] as float64 numpy, the network's rel-MSE against
+    the cubic there, the SAE's R² on the hidden layer there)."""
+    inputs = _line(xs, a, b, net.widths[0]).to(device)
+    layer = net.n_hidden if layer is None else layer
+    h = net.layer_acts(inputs, layer)
+    z = dictionary.encode(h)
+    recon = dictionary.decode(z)
+    y = net.from_layer(h, layer).cpu().double()
+    y_true = cubic(xs, a, b).double()
+    rel = float((y - y_true).pow(2).mean()) / float(y_true.var())
+    hd = h.double().cpu()
+    sst = float((hd - hd.mean(0)).pow(2).sum())
+    r2 = 1 - float((recon.double().cpu() - hd).pow(2).sum()) / sst if sst > 0 else float("nan")
+    return z.cpu().double().numpy(), rel, r2
+
+
+def _median(s: pd.Series) -> float:
+    s = s.dropna()
+    return float(s.median()) if len(s) else float("nan")
+
+
+def summarize_network(scores: pd.DataFrame) -> dict:
+    """Per (seed, a, b, network): the live latents' median / mean range and landmark scores and the
+    share of live latents that track the x range (a latent is live when active somewhere on the line)."""
+    live = scores[scores.active_frac > 0]
+    return {
+        "latents": int(len(scores)), "n_live": int(len(live)),
+        "median_range_corr": _median(live.range_corr), "median_landmark_corr": _median(live.landmark_corr),
+        "mean_range_corr": float(live.range_corr.mean()) if len(live) else float("nan"),
+        "mean_landmark_corr": float(live.landmark_corr.mean()) if len(live) else float("nan"),
+        "frac_tracks_range": float(live.tracks_range.mean()) if len(live) else float("nan"),
+        "median_active_frac": _median(live.active_frac),
+    }
+
+
+def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], joint_model: list[str],
+                      joint_sae: list[str], table: str, latents: str, params: dict) -> None:
+    """Rule ``cubic_grid_summary``: for every grid point of ``params["rows"]`` (``seed``, ``ia``,
+    ``ib``, ``a``, ``b``; in the order of ``model``, ``sae`` and ``metrics``), the single network's
+    SAE latents and the (x, a, b) regressor's (``joint_model``, ``joint_sae``: one per seed, in the
+    order of ``params["seeds"]``) along ``x_points`` x over ``x_range`` at that (a, b), scored by
+    :func:`polyinterp.cubic.tracking.score_latents` (``x_bins``, ``bump_width``); write the per-latent
+    ``latents`` table and the per-(seed, a, b, network) ``table``."""
+    from polyinterp.cubic.model import load_model
+    from polyinterp.cubic.sae import load_sae, sae_layer
+    from polyinterp.cubic.tracking import score_latents
+    from polyinterp.io import load_parquet, save_parquet
+
+    rows_in, seeds = params["rows"], [int(s) for s in params["seeds"]]
+    for name, paths, want in (("model", model, len(rows_in)), ("sae", sae, len(rows_in)),
+                              ("metrics", metrics, len(rows_in)), ("joint_model", joint_model, len(seeds)),
+                              ("joint_sae", joint_sae, len(seeds))):
+        if len(paths) != want:
+            raise DataError(f"{len(paths)} {name} files for {want} expected; the rule must pass one per "
+                            f"{'grid point' if want == len(rows_in) else 'seed'}.")
+    device = resolve_device(params["device"])
+    x_range = [float(v) for v in params["x_range"]]
+    xs = torch.linspace(*x_range, int(params["x_points"]))
+    joint = {s: (load_model(mp, device), load_sae(sp, device), sae_layer(sp))
+             for s, mp, sp in zip(seeds, joint_model, joint_sae)}
+    per_latent, per_net = [], []
+    for key, mp, sp, metp in zip(rows_in, model, sae, metrics):
+        seed, a, b = int(key["seed"]), float(key["a"]), float(key["b"])
+        met = load_parquet(metp).iloc[0]
+        if (int(met.seed), float(met.a), float(met.b)) != (seed, a, b):
+            raise DataError(f"{metp} holds seed {int(met.seed)} at (a, b) = ({met.a}, {met.b}), not seed {seed} at "
+                            f"({a}, {b}); the rule passed its files out of order.")
+        nets = {"single": (load_model(mp, device), load_sae(sp, device), None), "joint": joint[seed]}
+        for network in NETWORKS:
+            net, dictionary, layer = nets[network]
+            z, rel, r2 = line_profiles(net, dictionary, xs, a, b, device, layer)
+            scores = score_latents(z, xs.numpy(), x_range, a, b, int(params["x_bins"]), float(params["bump_width"]))
+            scores.insert(0, "network", network)
+            for col, v in (("b", b), ("a", a), ("ib", int(key["ib"])), ("ia", int(key["ia"])), ("seed", seed)):
+                scores.insert(0, col, v)
+            per_latent.append(scores)
+            single = network == "single"
+            per_net.append({"seed": seed, "ia": int(key["ia"]), "ib": int(key["ib"]), "a": a, "b": b,
+                            "network": network, **summarize_network(scores), "rel_mse_line": rel, "sae_r2_line": r2,
+                            "val_rel_mse": float(met.val_rel_mse) if single else float("nan"),
+                            "sae_r2_heldout": float(met.sae_r2_heldout) if single else float("nan")})
+            r = per_net[-1]
+            log.info("seed %d (a, b) = (%g, %g) %s: %d live latents, median range corr %.3f vs landmark %.3f, "
+                     "%.0f%% track the x range; rel-MSE on the line %.2e", seed, a, b, network, r["n_live"],
+                     r["median_range_corr"], r["median_landmark_corr"], 100 * r["frac_tracks_range"], rel)
+    save_parquet(pd.concat(per_latent, ignore_index=True), latents)
+    save_parquet(pd.DataFrame(per_net), table)
+
+
+# ---------------------------------------------------------------------------- the workflow's side
+def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
+    """Rule cubic_grid_point's params for grid point (ia, ib) of ``cubic.grid``: its (a, b), the x
+    range, ``cubic.grid``'s network, training, activations and SAE size (the rest of the SAE's
+    settings from ``cubic.sae``, its R² target aside), checked."""
+    grid = cubic_cfg["grid"]
+    points = {(p["ia"], p["ib"]): p for p in grid_points(grid, cubic_cfg["task"]["ranges"])}
+    ia, ib = int(ia), int(ib)
+    if (ia, ib) not in points:
+        raise ConfigError(f"results/cubic/seed{seed}/grid/a{ia}_b{ib}/ is not a point of the (a, b) grid: config keys "
+                          f"'cubic.grid.a_points' ({grid['a_points']}) and 'cubic.grid.b_points' ({grid['b_points']}) "
+                          f"give a0 … a{grid['a_points'] - 1} and b0 … b{grid['b_points'] - 1}.")
+    sae = {**{k: v for k, v in cubic_cfg["sae"].items() if k != "r2_target"}, **grid["sae"]}
+    if not 1 <= int(sae["k"]) <= int(sae["latents"]):
+        raise ConfigError(f"config key 'cubic.grid.sae.k' ({sae['k']}) must be between 1 and cubic.grid.sae.latents "
+                          f"({sae['latents']}).")
+    if int(sae["batch_size"]) > int(grid["activations"]["n_train"]):
+        raise ConfigError(f"config key 'cubic.grid.activations.n_train' ({grid['activations']['n_train']}) is below "
+                          f"cubic.sae.batch_size ({sae['batch_size']}), the grid SAEs' batch; raise it.")
+    p = points[(ia, ib)]
+    return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
+            "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
+            "sae": sae, "seed": int(seed), "device": device}
+
+
+def summary_params(cubic_cfg: dict, seeds, device: str) -> dict:
+    """Rule cubic_grid_summary's params: every (seed, grid point), the x line and the scores' settings."""
+    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
+    return {"rows": [{"seed": int(s), **p} for s in seeds for p in points], "seeds": [int(s) for s in seeds],
+            "x_range": list(cubic_cfg["task"]["ranges"]["x"]), **cubic_cfg["grid"]["score"],
+            "bump_width": cubic_cfg["landmarks"]["bump_width"], "device": device}
+
+
+def point_files(pattern: str, cubic_cfg: dict, seeds) -> list[str]:
+    """``pattern`` (with {seed}, {ia}, {ib}) for every seed × grid point, seed-major: the order of the rows."""
+    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
+    return [str(pattern).format(seed=s, ia=p["ia"], ib=p["ib"]) for s in seeds for p in points]
