@@ -271,9 +271,11 @@ def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path):
     for network in ("single", "joint"):
         sub = grid[grid.network == network]
         share, landmark = np.asarray(g["heat"][network]), np.asarray(g["heat"][f"landmark_{network}"])
+        enrichment = np.asarray(g["heat"][f"enrichment_{network}"])
         for r in sub.itertuples():
             assert share[r.ib, r.ia] == pytest.approx(r.frac_tracks_range, nan_ok=True)
             assert landmark[r.ib, r.ia] == pytest.approx(r.median_landmark_corr, nan_ok=True)
+            assert enrichment[r.ib, r.ia] == pytest.approx(r.landmark_enrichment, nan_ok=True)
         live = lat[(lat.network == network) & (lat.active_frac > 0)]
         assert g["medians"][network]["range_corr"] == pytest.approx(live.range_corr.median())
         assert len(g["points"][network]["range_corr"]) == len(live)

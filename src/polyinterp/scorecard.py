@@ -4,7 +4,9 @@ was read), the tolerance and a verdict computed from the tables — never typed.
 
 Verdicts: ``reproduced`` (ours within the tolerance), ``differs`` (outside it), ``not comparable``
 (the run does not reach the setting of the claim, e.g. no checkpoint at 2^16 steps, or the SGD
-baseline is off). Each claim's criterion is stated in its row.
+baseline is off), ``measured`` (a question the source leaves open: ours is the answer, with nothing
+to compare it with; the study ``cubic+`` rows of :mod:`polyinterp.scorecard_cubic_beyond`). Each
+claim's criterion is stated in its row.
 
 Table schema (``results/scorecard.parquet``): study, claim, reference, tolerance, criterion, where
 (str); ours_mean, ours_sd, ours_min, ours_max (float64; sd NaN for one seed); n_seeds (int64);
@@ -37,7 +39,7 @@ class Claim:
     criterion: str
     where: str
     values: list[float]  # one per seed (empty: not measurable in this run)
-    ok: object  # callable(mean) -> bool, or None when not comparable
+    ok: object  # callable(mean) -> bool; None when not comparable; "measured" for an open question
 
     def row(self) -> dict:
         v = np.asarray([x for x in self.values if x is not None and math.isfinite(x)], dtype=float)
@@ -46,6 +48,8 @@ class Claim:
                      ours_min=float(v.min()) if len(v) else math.nan, ours_max=float(v.max()) if len(v) else math.nan)
         if self.ok is None or not len(v):
             verdict = "not comparable"
+        elif self.ok == "measured":
+            verdict = "measured"
         else:
             verdict = "reproduced" if self.ok(stats["ours_mean"]) else "differs"
         return dict(study=self.study, claim=self.claim, reference=self.reference, tolerance=self.tolerance,
@@ -184,10 +188,14 @@ def cubic_claims(summary: pd.DataFrame) -> list[Claim]:
 
 
 def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
-                    accuracy_level: float) -> pd.DataFrame:
+                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None) -> pd.DataFrame:
     """Every claim's row (schema: module docstring); the attack claims at the first checkpoint whose
-    clean test accuracy reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``)."""
-    rows = [c.row() for c in mnist_claims(metrics, ablation, accuracy_level) + cubic_claims(cubic)]
+    clean test accuracy reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``); then
+    the rows of :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the ``beyond`` tables."""
+    from polyinterp.scorecard_cubic_beyond import beyond_claims
+
+    claims = mnist_claims(metrics, ablation, accuracy_level) + cubic_claims(cubic) + beyond_claims(**(beyond or {}))
+    rows = [c.row() for c in claims]
     return pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS)
 
 
@@ -211,14 +219,31 @@ def scorecard_markdown(table: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, markdown: str, params: dict) -> None:
+BEYOND_TABLES = ("joint_clamp", "layers", "training", "capacity", "grid", "thresholds")
+
+
+def _read_tables(paths) -> pd.DataFrame | None:
+    """The tables at ``paths`` (one path or a list, e.g. one per seed) stacked; None for none."""
+    paths = [paths] if isinstance(paths, str) else list(paths or [])
+    return pd.concat([load_parquet(p) for p in paths], ignore_index=True) if paths else None
+
+
+def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, markdown: str, params: dict,
+                   joint_clamp: list[str] = (), layers: list[str] = (),
+                   training: list[str] = (), capacity: list[str] = (),
+                   grid: list[str] = (), thresholds: list[str] = ()) -> None:
     """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables and the
     cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with the seeds
     and the last checkpoint the tables hold); the attack claims are read at the checkpoint chosen by
-    ``params['accuracy_level']``."""
+    ``params['accuracy_level']``. The optional tables of the cubic study beyond the blog
+    (``joint_clamp`` fits and band ``thresholds`` one per seed; ``layers``, ``training``,
+    ``capacity``, ``grid`` summaries) add the ``cubic+`` rows; one the run does not build is left out."""
     m = load_parquet(metrics)
+    given = dict(joint_clamp=joint_clamp, layers=layers, training=training, capacity=capacity, grid=grid,
+                 thresholds=thresholds)
     table = scorecard_table(m, load_parquet(ablation), load_parquet(cubic),
-                            accuracy_level=float(params["accuracy_level"]))
+                            accuracy_level=float(params["accuracy_level"]),
+                            beyond={k: _read_tables(v) for k, v in given.items()})
     save_parquet(table, scorecard)
     seeds = ", ".join(str(s) for s in sorted(m.seed.unique()))
     with atomic_path(markdown) as tmp:

@@ -277,7 +277,8 @@ def test_grid_tables(smoke):
     columns(t, {"seed": "int", "ia": "int", "ib": "int", "a": "float", "b": "float", "network": "str",
                 "latents": "int", "n_live": "int", "median_range_corr": "float", "median_landmark_corr": "float",
                 "mean_range_corr": "float", "mean_landmark_corr": "float", "frac_tracks_range": "float",
-                "median_active_frac": "float", "rel_mse_line": "float", "sae_r2_line": "float",
+                "median_active_frac": "float", "frac_near_landmark": "float", "chance_near_landmark": "float",
+                "landmark_enrichment": "float", "rel_mse_line": "float", "sae_r2_line": "float",
                 "val_rel_mse": "float", "sae_r2_heldout": "float"})
     assert len(t) == 2 * 2 and set(t.network) == {"single", "joint"}
     assert sorted(set(zip(t.a, t.b))) == [(-2.0, 0.0), (2.0, 0.0)]  # b_points 1: the midpoint of the b range
@@ -290,7 +291,8 @@ def test_grid_tables(smoke):
     columns(lat, {"seed": "int", "ia": "int", "ib": "int", "a": "float", "b": "float", "network": "str",
                   "latent": "int", "active_frac": "float", "range_corr": "float", "range_lo": "float",
                   "range_hi": "float", "corr_root": "float", "corr_critical": "float", "corr_inflection": "float",
-                  "corr_all": "float", "landmark_corr": "float", "landmark_kind": "str", "tracks_range": "bool"})
+                  "corr_all": "float", "landmark_corr": "float", "landmark_kind": "str", "tracks_range": "bool",
+                  "peak_x": "float", "landmark_dist": "float", "near_landmark": "bool"})
     assert len(lat) == 2 * (32 + 64)
     live = lat[lat.active_frac > 0]
     assert live.range_corr.between(-1, 1).all() and (live.range_lo < live.range_hi).all()
@@ -299,6 +301,8 @@ def test_grid_tables(smoke):
     per = live.groupby(["ia", "ib", "network"])
     summary = t.set_index(["ia", "ib", "network"])
     np.testing.assert_allclose(per.tracks_range.mean().loc[summary.index], summary.frac_tracks_range)
+    np.testing.assert_allclose(per.near_landmark.mean().loc[summary.index], summary.frac_near_landmark)
+    assert t.chance_near_landmark.between(0, 1).all() and (live.landmark_dist >= 0).all()
     assert (per.size().loc[summary.index] == summary.n_live).all()
     # each grid network's files: a 1-D network, its SAE, and the metrics row the table repeats
     point = smoke / "cubic" / "seed0" / "grid" / "a1_b0"

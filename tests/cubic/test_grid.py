@@ -4,6 +4,8 @@ SAE and the summary's scores, each against an independent route."""
 import copy
 from pathlib import Path
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +18,7 @@ from polyinterp.cubic.model import CubicMLP, build_model, load_model
 from polyinterp.cubic.probe import grid_inputs, latent_activations
 from polyinterp.cubic.sae import TopKSAE, load_sae
 from polyinterp.cubic.task import STREAM_GRID_VAL, generator, sample_x, target
-from polyinterp.cubic.tracking import score_latents
+from polyinterp.cubic.tracking import near_landmark_share, score_latents
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_parquet, load_torch, save_torch
 
@@ -175,7 +177,12 @@ def test_grid_summary_scores_both_networks_by_independent_routes(tmp_path):
         np.testing.assert_allclose(gj.range_corr, wj.range_corr, atol=1e-5)
         row = t[(t.ia == p["ia"]) & (t.ib == p["ib"]) & (t.network == "single")].iloc[0]
         assert row.val_rel_mse == load_parquet(f["metrics"]).val_rel_mse.iloc[0]
-        assert row.frac_tracks_range == pytest.approx(summarize_network(got)["frac_tracks_range"], nan_ok=True)
+        chance = near_landmark_share((-2.0, 2.0), a, b, cfg["landmarks"]["bump_width"])
+        assert row.frac_tracks_range == pytest.approx(summarize_network(got, chance)["frac_tracks_range"], nan_ok=True)
+        np.testing.assert_array_equal(got.near_landmark, want.near_landmark)
+        assert row.chance_near_landmark == pytest.approx(chance)
+        assert row.landmark_enrichment == pytest.approx(got[got.active_frac > 0].near_landmark.mean() / chance,
+                                                        nan_ok=True)
     assert t[t.network == "joint"].val_rel_mse.isna().all()
     with pytest.raises(DataError, match="out of order"):
         grid_summary_step(model=[f["model"] for f in files][::-1], sae=[f["sae"] for f in files][::-1],
@@ -185,8 +192,11 @@ def test_grid_summary_scores_both_networks_by_independent_routes(tmp_path):
 
 def test_summarize_network_counts_only_live_latents():
     scores = pd.DataFrame({"active_frac": [0.0, 0.5, 0.2, 1.0], "range_corr": [np.nan, 0.9, 0.4, 0.8],
-                           "landmark_corr": [np.nan, 0.5, 0.6, np.nan], "tracks_range": [False, True, False, True]})
-    s = summarize_network(scores)
+                           "landmark_corr": [np.nan, 0.5, 0.6, np.nan], "tracks_range": [False, True, False, True],
+                           "near_landmark": [True, True, False, False]})  # the silent latent's True is not counted
+    s = summarize_network(scores, 0.25)
+    assert s["frac_near_landmark"] == pytest.approx(1 / 3) and s["landmark_enrichment"] == pytest.approx(4 / 3)
+    assert math.isnan(summarize_network(scores, 0.0)["landmark_enrichment"])
     assert (s["latents"], s["n_live"]) == (4, 3)
     assert s["frac_tracks_range"] == pytest.approx(2 / 3) and s["median_range_corr"] == pytest.approx(0.8)
     assert s["median_landmark_corr"] == pytest.approx(0.55) and s["median_active_frac"] == pytest.approx(0.5)

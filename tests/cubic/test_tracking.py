@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from polyinterp.cubic.landmarks import KINDS
-from polyinterp.cubic.tracking import bin_index, interval_indicators, landmark_scores, range_scores, score_latents
+from polyinterp.cubic.tracking import (bin_index, interval_indicators, landmark_scores, near_landmark_share,
+                                       peak_landmark_distance, range_scores, score_latents)
 from polyinterp.errors import ConfigError
 
 X_RANGE = (-2.0, 2.0)
@@ -81,3 +82,27 @@ def test_a_silent_latent_scores_nan_and_tracks_nothing():
     assert np.isnan(silent.range_corr) and np.isnan(silent.landmark_corr) and silent.landmark_kind == ""
     assert not silent.tracks_range and silent.active_frac == 0
     assert np.isfinite(df.range_corr.iloc[1])
+
+
+def test_near_landmark_share_is_the_measure_of_the_union_of_windows():
+    # y = x³ − x: landmarks −1, −1/√3, 0 (root and inflection, once), 1/√3, 1; windows ±0.3 on [−2, 2]
+    s3 = 1 / math.sqrt(3)
+    marks = [-1.0, -s3, 0.0, s3, 1.0]
+    fine = np.linspace(-2.0, 2.0, 400001)
+    want = (np.abs(fine[:, None] - np.array(marks)[None, :]).min(1) <= 0.3).mean()
+    assert near_landmark_share(X_RANGE, 0.0, -1.0, 0.3) == pytest.approx(want, abs=1e-4)
+    # one landmark near the edge: its window is cut by the range (x³ + 3x² + 3x: x = −1 thrice, and 0)
+    assert near_landmark_share((-1.2, 2.0), 3.0, 3.0, 0.5) == pytest.approx((0.7 + 1.0) / 3.2)  # [−1.2, −0.5] and [−0.5, 0.5]
+    assert near_landmark_share(X_RANGE, 0.0, -1.0, 10.0) == pytest.approx(1.0)
+
+
+def test_peak_distance_finds_a_planted_landmark_bump_and_ignores_silent_latents():
+    a, b = 0.0, -1.0  # landmarks −1, −1/√3, 0, 1/√3, 1
+    at_root = np.exp(-((XS - 1.0) ** 2) / (2 * 0.1**2))
+    off = np.exp(-((XS + 1.8) ** 2) / (2 * 0.1**2))  # nearest landmark −1: 0.8 away
+    z = np.stack([at_root, off, np.zeros_like(XS)], 1)
+    peak, dist = peak_landmark_distance(z, XS, a, b)
+    assert peak[:2] == pytest.approx([1.0, -1.8]) and dist[:2] == pytest.approx([0.0, 0.8], abs=1e-12)
+    assert np.isnan(peak[2]) and np.isnan(dist[2])
+    df = score_latents(z, XS, X_RANGE, a, b, BINS, 0.15)
+    assert df.near_landmark.tolist() == [True, False, False]

@@ -5,6 +5,13 @@ rule scorecard:
         metrics=rules.mnist_metrics_all.output.metrics,
         ablation=rules.mnist_svd_ablation_all.output.table,
         cubic=rules.cubic_summary.output.summary,
+        # the cubic study beyond the blog (rows "cubic+"); capacity and grid where enabled
+        joint_clamp=expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
+        thresholds=expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
+        layers=rules.cubic_layers_summary.output.table,
+        training=rules.cubic_training_summary.output.table,
+        capacity=rules.cubic_capacity_summary.output.table if config["cubic"]["capacity"]["enabled"] else [],
+        grid=rules.cubic_grid_summary.output.table if config["cubic"]["grid"]["enabled"] else [],
     output:
         scorecard="results/scorecard.parquet",
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),

@@ -180,10 +180,13 @@ def _median(s: pd.Series) -> float:
     return float(s.median()) if len(s) else float("nan")
 
 
-def summarize_network(scores: pd.DataFrame) -> dict:
-    """Per (seed, a, b, network): the live latents' median / mean range and landmark scores and the
-    share of live latents that track the x range (a latent is live when active somewhere on the line)."""
+def summarize_network(scores: pd.DataFrame, chance_near_landmark: float) -> dict:
+    """Per (seed, a, b, network): the live latents' median / mean range and landmark scores, the
+    share of live latents that track the x range (a latent is live when active somewhere on the line),
+    the share that peak within bump_width of a landmark, ``chance_near_landmark`` (the share of the x
+    range that is, :func:`polyinterp.cubic.tracking.near_landmark_share`) and their ratio."""
     live = scores[scores.active_frac > 0]
+    near = float(live.near_landmark.mean()) if len(live) else float("nan")
     return {
         "latents": int(len(scores)), "n_live": int(len(live)),
         "median_range_corr": _median(live.range_corr), "median_landmark_corr": _median(live.landmark_corr),
@@ -191,6 +194,8 @@ def summarize_network(scores: pd.DataFrame) -> dict:
         "mean_landmark_corr": float(live.landmark_corr.mean()) if len(live) else float("nan"),
         "frac_tracks_range": float(live.tracks_range.mean()) if len(live) else float("nan"),
         "median_active_frac": _median(live.active_frac),
+        "frac_near_landmark": near, "chance_near_landmark": float(chance_near_landmark),
+        "landmark_enrichment": near / chance_near_landmark if chance_near_landmark > 0 else float("nan"),
     }
 
 
@@ -204,7 +209,7 @@ def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], j
     ``latents`` table and the per-(seed, a, b, network) ``table``."""
     from polyinterp.cubic.model import load_model
     from polyinterp.cubic.sae import load_sae, sae_layer
-    from polyinterp.cubic.tracking import score_latents
+    from polyinterp.cubic.tracking import near_landmark_share, score_latents
     from polyinterp.io import load_parquet, save_parquet
 
     rows_in, seeds = params["rows"], [int(s) for s in params["seeds"]]
@@ -227,6 +232,7 @@ def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], j
             raise DataError(f"{metp} holds seed {int(met.seed)} at (a, b) = ({met.a}, {met.b}), not seed {seed} at "
                             f"({a}, {b}); the rule passed its files out of order.")
         nets = {"single": (load_model(mp, device), load_sae(sp, device), None), "joint": joint[seed]}
+        chance = near_landmark_share(x_range, a, b, float(params["bump_width"]))
         for network in NETWORKS:
             net, dictionary, layer = nets[network]
             z, rel, r2 = line_profiles(net, dictionary, xs, a, b, device, layer)
@@ -237,13 +243,14 @@ def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], j
             per_latent.append(scores)
             single = network == "single"
             per_net.append({"seed": seed, "ia": int(key["ia"]), "ib": int(key["ib"]), "a": a, "b": b,
-                            "network": network, **summarize_network(scores), "rel_mse_line": rel, "sae_r2_line": r2,
+                            "network": network, **summarize_network(scores, chance), "rel_mse_line": rel, "sae_r2_line": r2,
                             "val_rel_mse": float(met.val_rel_mse) if single else float("nan"),
                             "sae_r2_heldout": float(met.sae_r2_heldout) if single else float("nan")})
             r = per_net[-1]
             log.info("seed %d (a, b) = (%g, %g) %s: %d live latents, median range corr %.3f vs landmark %.3f, "
-                     "%.0f%% track the x range; rel-MSE on the line %.2e", seed, a, b, network, r["n_live"],
-                     r["median_range_corr"], r["median_landmark_corr"], 100 * r["frac_tracks_range"], rel)
+                     "%.0f%% track the x range, landmark enrichment %.2f; rel-MSE on the line %.2e", seed, a, b, network, r["n_live"],
+                     r["median_range_corr"], r["median_landmark_corr"], 100 * r["frac_tracks_range"],
+                     r["landmark_enrichment"], rel)
     save_parquet(pd.concat(per_latent, ignore_index=True), latents)
     save_parquet(pd.DataFrame(per_net), table)
 

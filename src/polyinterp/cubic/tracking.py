@@ -15,6 +15,13 @@ For a profile z(x) sampled on a grid ``xs`` over the x range:
 A latent *tracks the x range* when its range score exceeds its best landmark correlation. The range
 score is a maximum over x_bins·(x_bins + 1)/2 − 1 intervals and the landmark score over 4 templates,
 so the two are not on an equal footing for one network; comparing networks scored the same way is.
+
+- **landmark enrichment** (a score on equal footing): the x where a latent peaks, its distance to the
+  nearest landmark (any kind) and whether that is within ``bump_width``; over a network's live latents,
+  the share that peak near a landmark divided by the share of the x range within ``bump_width`` of a
+  landmark (the share expected if peaks fell uniformly on the range). 1 means no preference for
+  landmarks; a landmark-reading network scores well above 1, a network that tiles the x range ≈ 1.
+
 Silent latents (zero on the whole grid) score NaN and do not track anything.
 """
 
@@ -75,11 +82,37 @@ def landmark_scores(profiles: np.ndarray, xs: np.ndarray, a: float, b: float, wi
     return {kind: pearson_columns(z, bump_template(xs, marks[kind], width)) for kind in KINDS}
 
 
+def near_landmark_share(x_range, a: float, b: float, width: float) -> float:
+    """Share of the x range within ``width`` of a landmark of x³ + a·x² + b·x (the measure of the union
+    of [p − width, p + width] over every landmark p, intersected with the range, over its length)."""
+    lo, hi = (float(v) for v in x_range)
+    spans = sorted((max(lo, p - width), min(hi, p + width)) for p in cubic_landmarks(float(a), float(b))["all"])
+    covered, end = 0.0, lo
+    for s, e in spans:
+        s = max(s, end)
+        if e > s:
+            covered, end = covered + e - s, e
+    return covered / (hi - lo)
+
+
+def peak_landmark_distance(profiles: np.ndarray, xs: np.ndarray, a: float, b: float):
+    """Per column of ``profiles`` [n, m]: (x of its maximum [m], distance from there to the nearest
+    landmark [m]); NaN for a column that is nowhere positive, distance inf when no landmark exists."""
+    z = np.asarray(profiles, dtype=np.float64)
+    xs = np.asarray(xs, dtype=np.float64)
+    peak = xs[np.argmax(z, axis=0)]
+    marks = np.array(cubic_landmarks(float(a), float(b))["all"], dtype=np.float64)
+    dist = np.abs(peak[:, None] - marks[None, :]).min(1) if len(marks) else np.full(len(peak), np.inf)
+    silent = ~(z > 0).any(0)
+    return np.where(silent, np.nan, peak), np.where(silent, np.nan, dist)
+
+
 def score_latents(profiles: np.ndarray, xs: np.ndarray, x_range, a: float, b: float, n_bins: int,
                   bump_width: float) -> pd.DataFrame:
     """One row per latent (column of ``profiles`` [len(xs), m]): ``active_frac`` (share of the grid
     where it is positive), the range score and interval, the correlation per landmark kind, the best
-    (``landmark_corr``, ``landmark_kind``, "" when none is defined) and ``tracks_range``."""
+    (``landmark_corr``, ``landmark_kind``, "" when none is defined), ``tracks_range``, and the peak's
+    ``peak_x``, ``landmark_dist`` and ``near_landmark`` (distance ≤ ``bump_width``)."""
     z = np.asarray(profiles, dtype=np.float64)
     r, lo, hi = range_scores(z, xs, x_range, n_bins)
     lm = landmark_scores(z, xs, a, b, bump_width)
@@ -93,4 +126,6 @@ def score_latents(profiles: np.ndarray, xs: np.ndarray, x_range, a: float, b: fl
                        "landmark_corr": best,
                        "landmark_kind": np.where(defined, np.array(KINDS, dtype=object)[best_k], "")})
     df["tracks_range"] = np.isfinite(r) & (r > np.where(defined, best, -np.inf))
+    df["peak_x"], df["landmark_dist"] = peak_landmark_distance(z, xs, a, b)
+    df["near_landmark"] = np.isfinite(df["landmark_dist"].to_numpy()) & (df["landmark_dist"].to_numpy() <= bump_width)
     return df

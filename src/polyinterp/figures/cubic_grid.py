@@ -40,11 +40,14 @@ def grid_figure(*, table: str, latents: str, out: list[str]) -> dict:
     latents' median best landmark correlation (colour) and, written in each cell, the share of live
     latents that track the x range (range score above the landmark correlation); third: every live
     latent's range score against its best landmark correlation, both networks (diagonal: equal);
-    fourth: the single networks' rel-MSE on the x line over (a, b). Seeds are averaged in the heat
+    fourth: the landmark enrichment (share of live latents peaking within bump_width of a landmark
+    over the share of the x range that is; 1 = no preference) of both networks at every grid point;
+    fifth: the single networks' rel-MSE on the x line over (a, b). Seeds are averaged in the heat
     maps. Returns the ``heat`` grids (share tracking the range per network, ``landmark_<network>``,
-    ``rel_mse_single``), the ``points`` scattered and the ``medians`` per network."""
+    ``enrichment_<network>``, ``rel_mse_single``), the ``points`` scattered and the ``medians`` per
+    network."""
     t, lat = load_parquet(table), load_parquet(latents)
-    fig, axes = plt.subplots(1, 4, figsize=(14.5, 3.7), squeeze=False)
+    fig, axes = plt.subplots(1, 5, figsize=(18, 3.7), squeeze=False)
     axes = list(axes[0])
     drawn = {}
     for ax, network in zip(axes[:2], ("single", "joint")):
@@ -78,6 +81,21 @@ def grid_figure(*, table: str, latents: str, out: list[str]) -> dict:
     ax.set_ylabel("range score (best x-interval correlation)", fontsize=7)
     ax.legend(fontsize=5.5, loc="lower right")
     ax = axes[3]
+    for k, network in enumerate(("single", "joint")):
+        enr, a_vals, b_vals = heat(t, network, "landmark_enrichment")
+        drawn[f"enrichment_{network}"] = enr.tolist()
+        flat = enr.T.ravel()  # a-major: a0 b0, a0 b1, …
+        medians[network]["landmark_enrichment"] = float(np.nanmedian(flat)) if np.isfinite(flat).any() else float("nan")
+        ax.plot(np.arange(len(flat)) + (k - 0.5) * 0.2, flat, "o", ms=3, color=COLORS[network],
+                label=f"{TITLES[network]} (median {medians[network]['landmark_enrichment']:.2f})")
+    ax.axhline(1.0, color="k", ls=":", lw=0.8)
+    ax.set_xticks(range(len(a_vals) * len(b_vals)),
+                  [f"{a:.2g},{b:.2g}" for a in a_vals for b in b_vals], fontsize=4, rotation=90)
+    ax.set_xlabel("(a, b)", fontsize=7)
+    ax.set_ylabel("landmark enrichment (1 = chance)", fontsize=7)
+    ax.set_title("latents peaking near a landmark, over chance", fontsize=7)
+    ax.legend(fontsize=5.5)
+    ax = axes[4]
     grid, a_vals, b_vals = heat(t, "single", "rel_mse_line")
     drawn["rel_mse_single"] = grid.tolist()
     im = ax.imshow(np.log10(grid), origin="lower", cmap="magma", aspect="auto")
