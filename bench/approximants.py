@@ -18,7 +18,19 @@ seconds to evaluate the polynomial on 10⁴ inputs.
 
 The mixture is the MNIST class mixture written by the workflow (``--mixture``, default
 ``results/mnist/mixture.pt``) when that file exists, else a synthetic MNIST-like one (28×28 images
-with constant border pixels, smooth low-rank class covariances plus a ridge).
+with constant border pixels, smooth low-rank class covariances plus a ridge). ``--ridge R`` replaces
+the MNIST mixture's ridge by R × its mean within-class variance (the file records both).
+
+Every exact row also reports "product s": one float64 Gram-operator product timed in the same
+process, and the solve in those units ("× product"), so that a figure travels between machines.
+
+``--load N`` measures every configuration twice: on the machine as it is, then with N CPU-bound
+processes started beside it (``python -c "while True: pass"``); the "load" column says which. Steps
+run as the pipeline runs them, under :func:`polyinterp.cpu_share.governed` (the thread count follows
+the cores the other processes leave free; ``--fixed-threads`` turns that off); "threads" is the
+fewest threads the governor chose. ``--threads T``: torch's intra-op threads (default: torch's).
+
+    python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --ridge 1e-3 --load 1
 """
 
 from __future__ import annotations
@@ -63,11 +75,41 @@ def synthetic_mnist_like(K: int = 10, side: int = 28, rank: int = 60, ridge_rel:
             "source": "synthetic"}
 
 
-def load_mixture(path: Path | None):
+def load_mixture(path: Path | None, ridge: float | None = None):
+    """The mixture file's weights, means and covariances (else the synthetic one); with ``ridge``, the
+    covariances' ridge replaced by ``ridge`` × the file's mean within-class variance."""
     if path is not None and path.exists():
         m = torch.load(path, weights_only=False)
-        return {"weights": m["weights"], "means": m["means"], "covs": m["covs"], "source": str(path)}
+        covs = m["covs"]
+        if ridge is not None:
+            if "ridge_abs" not in m or "mean_within_class_variance" not in m:
+                raise SystemExit(f"{path} does not record its ridge; --ridge needs a mixture written by the workflow")
+            eye = torch.eye(covs.shape[-1], dtype=covs.dtype)
+            covs = covs + (ridge * m["mean_within_class_variance"] - m["ridge_abs"]) * eye
+        return {"weights": m["weights"], "means": m["means"], "covs": covs, "source": str(path)}
+    if ridge is not None:
+        return {**synthetic_mnist_like(ridge_rel=ridge), "source": "synthetic"}
     return synthetic_mnist_like()
+
+
+def gram_product_seconds(mix, device: str, repeats: int = 2) -> float:
+    """Seconds of one float64 Gram-operator product (o = 10 outputs, whitened mixture), best of ``repeats``."""
+    from polyinterp.approx.gram_operator import GramOperator
+
+    op = GramOperator(mix)
+    g = torch.Generator(device=device).manual_seed(5)
+    theta = (torch.randn(10, generator=g, dtype=mix.dtype, device=device),
+             torch.randn(10, mix.d, generator=g, dtype=mix.dtype, device=device),
+             torch.randn(10, mix.d, mix.d, generator=g, dtype=mix.dtype, device=device))
+    best = math.inf
+    for _ in range(repeats):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = op(theta)
+        float(out[2].sum())
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def _peak_mb(device: str) -> float:
@@ -81,8 +123,27 @@ def run_one(cfg: dict) -> dict:
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
     from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
 
+    from polyinterp.cpu_share import governed
+
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg["threads"]))
+    threads = torch.get_num_threads()
+    if cfg.get("fixed_threads"):
+        os.environ["POLYINTERP_FIXED_THREADS"] = "1"
+    with governed(threads if cfg["device"] == "cpu" else 1) as gov:
+        rows = _run_one(cfg)
+    fewest = min([threads] + [t for _, _, t in (gov.history if gov else [])])
+    for r in rows:
+        r["threads"], r["fewest_threads"] = threads, fewest
+    return rows
+
+
+def _run_one(cfg: dict) -> list[dict]:
+    from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
+    from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
+
     device, h, K, method = cfg["device"], cfg["h"], cfg["K"], cfg["method"]
-    raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None)
+    raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None, cfg.get("ridge"))
     mix = GaussianMixture(raw["weights"], raw["means"], raw["covs"], device=device)
     if K == 1:
         mix = mix.moment_matched()
@@ -101,6 +162,7 @@ def run_one(cfg: dict) -> dict:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
         plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60))
         out["plan_seconds"] = plan.seconds
+        out["product_seconds"] = gram_product_seconds(plan.whiten(mix), device)
     t0 = time.perf_counter()
     if method == "linear":
         res = linear_approximant(mlp, mix)
@@ -143,6 +205,7 @@ def run_one(cfg: dict) -> dict:
                                      warm_start_model=mlp, plan=plan, preconditioner=cfg.get("preconditioner", "joint_diagonal"),
                                      inner_dtype=inner)
         _record(warm, res2, t0, device)
+        warm["product_seconds"] = out["product_seconds"]
         rows.append(warm)
     return rows
 
@@ -190,6 +253,12 @@ def main(argv=None):
     ap.add_argument("--sgd-steps", type=int, default=200)
     ap.add_argument("--sgd-batch", type=int, default=256)
     ap.add_argument("--fvu-samples", type=int, default=0, help="also report the FVU on this many mixture samples")
+    ap.add_argument("--ridge", type=float, default=None,
+                    help="the mixture's ridge, × its mean within-class variance (default: the file's)")
+    ap.add_argument("--load", type=int, default=0, help="also measure with this many CPU-bound processes running")
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    ap.add_argument("--fixed-threads", action="store_true", help="keep the thread count under load (no governor)")
+    ap.add_argument("--loaded-only", action="store_true", help="with --load: skip the measurement without the load")
     ap.add_argument("--json", default=None, help="also write the rows as JSON lines here")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -201,11 +270,25 @@ def main(argv=None):
     rows = []
     env = dict(os.environ)
     gauss = any(_gaussian_degree(m) is not None for m in args.methods)
-    print("| device | h | K | method | seconds | plan s (once per mixture) | peak MB | CG its | inner | deflated "
-          "| residual | conv. |" + (" FVU |" if args.fvu_samples else "")
+    print("| load | device | h | K | ridge | method | seconds | plan s (once per mixture) | product s | × product "
+          "| threads | peak MB | CG its | inner | deflated | residual | conv. |" + (" FVU |" if args.fvu_samples else "")
           + (" exact FVU | FVU s | eval s (10⁴ inputs) |" if gauss else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else "")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else "")
           + ("---|---|---|" if gauss else ""))
+    for load in (([] if args.loaded_only else [0]) + [args.load] if args.load else [0]):
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+        try:
+            rows += _measure(args, devices, env, gauss, load)
+        finally:
+            for p in busy:
+                p.kill()
+                p.wait()
+    if args.json:
+        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
+    rows = []
     for device in devices:
         for h in args.hidden:
             for K in args.K:
@@ -216,19 +299,20 @@ def main(argv=None):
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
                            "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner,
-                           "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype}
+                           "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
+                           "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
                                           text=True, env=env)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
                     if proc.returncode or not lines:
-                        print(f"| {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |", flush=True)
+                        print(f"| {load} | {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |",
+                              flush=True)
                         continue
                     for ln in lines:
-                        r = json.loads(ln[7:])
+                        r = {**json.loads(ln[7:]), "load": load}
                         rows.append(r)
                         _print_row(r, args.fvu_samples, gauss)
-    if args.json:
-        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
 
 
 def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
@@ -242,7 +326,13 @@ def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
     if gauss:
         fvu += (f" {r['exact_fvu']:.4f} | {r['fvu_seconds']:.2f} | {r['eval_seconds']:.3f} |" if "exact_fvu" in r
                 else " | | |")
-    print(f"| {r['device']} | {r['h']} | {r['K']} | {method} | {r['seconds']:.2f} | {plan} | {r['peak_mb']:.0f} | {its} | "
+    prod = r.get("product_seconds")
+    prod_s, ratio = (f"{prod:.2f}", f"{r['seconds'] / prod:.1f}") if prod else ("", "")
+    ridge = "file" if r.get("ridge") is None else f"{r['ridge']:g}"
+    threads = f"{r.get('threads', '')}" + (f" (→ {r['fewest_threads']})" if r.get("fewest_threads", r.get("threads"))
+                                            != r.get("threads") else "")
+    print(f"| {r.get('load', 0)} | {r['device']} | {r['h']} | {r['K']} | {ridge} | {method} | {r['seconds']:.2f} | {plan} "
+          f"| {prod_s} | {ratio} | {threads} | {r['peak_mb']:.0f} | {its} | "
           f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} |" + fvu, flush=True)
 
 

@@ -9,7 +9,10 @@ line of a step is generated from its function's signature:
 - ``name: list[str]`` → ``--name PATH [PATH ...]`` (optional, default empty, when it has a default);
 - ``params: dict`` → ``--params JSON``.
 
-``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The tables of step
+``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The solver steps of
+``cpu_share.LOAD_ADAPTIVE_STEPS`` then use only the cores other processes leave free, looked at when
+they start and between solver iterations (:mod:`polyinterp.cpu_share`; ``POLYINTERP_FIXED_THREADS=1``
+keeps N). The tables of step
 names → functions are ``polyinterp.<study>.steps.STEPS``; a function is imported only when its step
 runs, so ``polyinterp --help`` stays fast.
 """
@@ -25,6 +28,7 @@ import shlex
 import sys
 from typing import Callable
 
+from polyinterp.cpu_share import LOAD_ADAPTIVE_STEPS, governed
 from polyinterp.errors import PolyinterpError
 
 STEP_TABLES = (
@@ -149,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(threads)
     try:
-        func(**args)
+        with governed(threads if step in LOAD_ADAPTIVE_STEPS else 1):
+            func(**args)
     except PolyinterpError as exc:
         print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2

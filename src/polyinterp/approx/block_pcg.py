@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner
+from polyinterp.approx.iteration_hooks import between_iterations
 
 
 def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
@@ -41,6 +42,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     last_true = rel.clone()
     P = project(precond(R))
     while it < max_iter and not bool((rel <= tol).all()):
+        between_iterations()
         Q = op_lo(P)
         C = block_inner(P, Q)
         lam, V = torch.linalg.eigh(0.5 * (C + C.T))

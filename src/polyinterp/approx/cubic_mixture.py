@@ -58,6 +58,7 @@ from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.hermite_gram import HermiteGram, gram_diagonal
 from polyinterp.approx.hermite_rhs import rhs_mixture
+from polyinterp.approx.iteration_hooks import between_iterations
 from polyinterp.approx.mixture import GaussianMixture
 from polyinterp.approx.mlp import check_model
 from polyinterp.approx.polynomial_basis import PolynomialBasis, monomial_tensors
@@ -226,6 +227,7 @@ def _block_pcg(apply_hi, apply_lo, precond, b: torch.Tensor, x0: torch.Tensor, t
     history, n_true, it = [float(rel.max())], 1, 0
     P = precond(R)
     while it < max_iter and not bool((rel <= tol).all()):
+        between_iterations()
         Q = apply_lo(P)
         C = P @ Q.T
         lam, V = torch.linalg.eigh(0.5 * (C + C.T))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner, inner, sym
+from polyinterp.approx.iteration_hooks import between_iterations
 
 
 def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float = 0.05, gap: float = 1.5,
@@ -52,6 +53,7 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     rz0, p = rz, z
     a_list, b_list, Z = [], [], []
     for j in range(steps):
+        between_iterations()
         Z.append(tuple(((-1) ** j / rz ** 0.5) * t for t in z))
         q = op(p)
         a = rz / float(inner(p, q))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from polyinterp.approx.iteration_hooks import between_iterations
+
 
 def _round_robin(m: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """m − 1 rounds of m/2 disjoint pairs (m even) covering every pair of 0…m−1 once."""
@@ -100,6 +102,7 @@ def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int 
     outer, inner = dev(_round_robin(nb)), dev(_round_robin(2 * b))
     for _ in range(sweeps):
         for bp, bq in outer:
+            between_iterations()
             idx = torch.cat([blocks[bp], blocks[bq]], 1)  # [P, 2b]
             sub = M[:, idx[:, :, None], idx[:, None, :]]  # [K, P, 2b, 2b]
             R = _jacobi_sweep(sub, w, inner)  # [P, 2b, 2b]
