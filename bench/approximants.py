@@ -128,8 +128,7 @@ def run_one(cfg: dict) -> dict:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     threads = torch.get_num_threads()
-    if cfg.get("fixed_threads"):
-        os.environ["POLYINTERP_FIXED_THREADS"] = "1"
+    os.environ["POLYINTERP_FIXED_THREADS"] = "1" if cfg.get("fixed_threads") else "0"  # not the caller's shell
     with governed(threads if cfg["device"] == "cpu" else 1) as gov:
         rows = _run_one(cfg)
     fewest = min([threads] + [t for _, _, t in (gov.history if gov else [])])
@@ -305,7 +304,8 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                                           text=True, env=env)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
                     if proc.returncode or not lines:
-                        print(f"| {load} | {device} | {h} | {K} | {method} | failed: {proc.stderr.strip()[-300:]} |",
+                        print(f"| {load} | {device} | {h} | {K} | {args.ridge or 'file'} | {method} | failed: "
+                              f"{proc.stderr.strip()[-300:]} |",
                               flush=True)
                         continue
                     for ln in lines:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from workflow_helpers import SMOKE, run_snakemake
+
+# Runs that tests compare bit for bit (resume, SLURM against local) must not have their solver steps'
+# thread count follow this machine's load (polyinterp.cpu_share): every job the tests start inherits this.
+os.environ["POLYINTERP_FIXED_THREADS"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -28,9 +28,11 @@ def test_busy_seconds_sum_every_field_but_idle_and_iowait(tmp_path):
 
 
 def test_the_real_proc_stat_is_read_where_there_is_one():
+    from polyinterp.cpu_share import _cpu_ids
+
     if not os.path.exists("/proc/stat"):
         pytest.skip("no /proc/stat here")
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = _cpu_ids()
     a = read_busy_seconds(cpus)
     sum(i * i for i in range(200_000))
     assert a is not None and read_busy_seconds(cpus) >= a
@@ -65,9 +67,39 @@ def test_governor_follows_the_load_and_waits_min_interval_between_looks():
     assert gov.update() == 1 and set_to == [1]
     s.advance(0.5, others_cores=0.0, own_cores=1.0)  # too soon to look again
     assert gov.update() == 1 and set_to == [1]
-    s.advance(1.5, others_cores=0.0, own_cores=1.0)  # it has gone
+    s.advance(1.5, others_cores=0.0, own_cores=1.0)  # it has gone: one look with a core to spare ...
+    assert gov.update() == 1 and set_to == [1]
+    s.advance(1.0, others_cores=0.0, own_cores=1.0)  # ... and a second in a row: one thread more
     assert gov.update() == 2 and set_to == [1, 2]
-    assert [h[2] for h in gov.history] == [2, 1, 2] and gov.history[1][1] == pytest.approx(1.0)
+    assert [h[2] for h in gov.history] == [2, 1, 1, 2] and gov.history[1][1] == pytest.approx(1.0)
+
+
+def test_governor_holds_the_allotted_threads_while_told_to():
+    s, set_to = Script(), []
+    gov = CoreGovernor(2, min_interval=0.0, set_threads=set_to.append, clock=lambda: s.t,
+                       busy=lambda: s.busy, own=lambda: s.own, n_cores=2)
+    s.advance(1.0, others_cores=1.0, own_cores=1.0)
+    assert gov.update() == 1
+    with gov.holding():
+        assert gov.threads == 2 and set_to == [1, 2]
+        s.advance(1.0, others_cores=1.0, own_cores=1.0)
+        assert gov.update() == 2  # busy core or not
+    s.advance(1.0, others_cores=1.0, own_cores=1.0)
+    assert gov.update() == 1 and set_to == [1, 2, 1]
+
+
+def test_hooks_run_only_on_the_thread_that_installed_them():
+    import threading
+
+    from polyinterp.approx.iteration_hooks import installed
+
+    seen = []
+    with installed(lambda: seen.append(threading.get_ident())):
+        worker = threading.Thread(target=between_iterations)
+        worker.start()
+        worker.join()
+        between_iterations()
+    assert seen == [threading.get_ident()]
 
 
 def test_governor_without_a_load_source_changes_nothing():
@@ -77,8 +109,10 @@ def test_governor_without_a_load_source_changes_nothing():
 
 
 def test_governed_installs_the_update_between_iterations(monkeypatch):
+    from polyinterp.cpu_share import _cpu_ids, allotted_threads
+
     monkeypatch.delenv(ENV_DISABLE, raising=False)
-    if read_busy_seconds(sorted(os.sched_getaffinity(0))) is None:
+    if read_busy_seconds(_cpu_ids()) is None:
         pytest.skip("no /proc/stat here")
     import torch
 
@@ -89,6 +123,9 @@ def test_governed_installs_the_update_between_iterations(monkeypatch):
             gov.min_interval = 0.0
             between_iterations()
             assert len(gov.history) == 2
+            with allotted_threads():
+                assert gov.held and torch.get_num_threads() == 2
+            assert not gov.held
         between_iterations()  # uninstalled on exit
         assert len(gov.history) == 2
     finally:

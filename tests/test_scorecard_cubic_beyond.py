@@ -15,9 +15,10 @@ def _rows(**tables):
 
 
 def test_joint_clamp_shares_count_the_verdicts_of_the_bands_intervention_only():
-    fits = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1, 0],
-                         "intervention": ["bands"] * 6 + ["landmark_zero"],
-                         "verdict": ["stretch", "stretch", "shift", "shift", "shift", "neither", "stretch"]})
+    fits = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1, 0, 1],
+                         "intervention": ["bands"] * 6 + ["landmark_zero", "bands"],
+                         "verdict": ["stretch", "stretch", "shift", "shift", "shift", "neither", "stretch",
+                                     "no_effect"]})  # no_effect: left out of the shares
     rows = _rows(joint_clamp=fits)
     stretch = rows["clamping band latents stretches the curve vertically"]
     shift = rows["clamping band latents shifts the curve by ≈ a/3"]
@@ -65,11 +66,15 @@ def test_grid_rows_average_over_the_grid_per_seed():
                          "network": ["single", "joint"] * 2, "frac_tracks_range": [0.9, 0.2, 0.7, 0.4],
                          "landmark_enrichment": [1.0, 3.0, 1.2, 2.0]})
     rows = _rows(grid=grid)
-    tracks = rows["one-polynomial networks' latents track the x range"]
-    assert tracks["ours_mean"] == pytest.approx(0.8) and tracks["verdict"] == "reproduced"
-    assert rows["landmark enrichment, one-polynomial networks"]["ours_mean"] == pytest.approx(1.1)
+    tracks = rows["one-polynomial networks' latents track the x range, not the landmarks"]
+    assert tracks["ours_mean"] == pytest.approx(1.1) and tracks["verdict"] == "differs"  # median of 1.0, 1.2
+    share = rows["one-polynomial networks: share of latents whose range score beats the landmark score"]
+    assert share["ours_mean"] == pytest.approx(0.8) and share["verdict"] == "measured"
     assert rows["landmark enrichment, (x, a, b) regressor on the same lines"]["ours_mean"] == pytest.approx(2.5)
     assert "2 (a, b)" in tracks["where"]
+    grid.loc[2, "landmark_enrichment"] = 0.8  # single: median of 1.0, 0.8 = 0.9
+    assert _rows(grid=grid)["one-polynomial networks' latents track the x range, not the landmarks"]["verdict"] \
+        == "reproduced"
 
 
 def test_threshold_rows_share_and_spread():
@@ -91,11 +96,20 @@ def test_smoke_scorecard_has_the_beyond_rows(smoke_run):
     t = pd.read_parquet(smoke_run / "results/scorecard.parquet")
     beyond = t[t.study == "cubic+"]
     claims = set(beyond.claim)
-    for claim in ("clamping band latents stretches the curve vertically", "hidden layers before the last with band latents",
+    fits = pd.read_parquet(smoke_run / "results/cubic/seed0/joint_clamp_fits.parquet")
+    effect = bool(((fits.intervention == "bands") & (fits.verdict != "no_effect")).any())
+    assert ("clamping band latents stretches the curve vertically" in claims) == effect
+    for claim in ("hidden layers before the last with band latents",
                   "first checkpoint with band latents", "band latents at every regressor width",
-                  "one-polynomial networks' latents track the x range", "threshold combinations that keep band latents"):
+                  "one-polynomial networks' latents track the x range, not the landmarks",
+                  "threshold combinations that keep band latents"):
         assert claim in claims
     assert set(beyond.verdict) <= {"reproduced", "differs", "not comparable", "measured"}
-    shares = beyond[beyond.claim.str.contains("share|track|clamping|keep", regex=True)]
+    shares = beyond[beyond.claim.isin([
+        "clamping band latents stretches the curve vertically", "clamping band latents shifts the curve by ≈ a/3",
+        "one-polynomial networks: share of latents whose range score beats the landmark score",
+        "threshold combinations that keep band latents"])]
+    assert len(shares) == 2 + 2 * effect and shares.ours_mean.dropna().between(0, 1).all()
     assert np.isfinite(beyond[beyond.claim == "threshold combinations that keep band latents"].ours_mean).all()
-    assert (shares.ours_mean.dropna().between(0, 1)).all()
+    enrichment = beyond[beyond.claim.str.contains("enrichment|not the landmarks")]
+    assert len(enrichment) == 2 and (enrichment.ours_mean.dropna() >= 0).all()

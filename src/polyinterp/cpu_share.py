@@ -94,6 +94,8 @@ class CoreGovernor:
         self._set, self._clock, self._own = set_threads, clock, own
         self._busy = busy or (lambda: read_busy_seconds(cpus))
         self.threads = self.max_threads
+        self.held = False
+        self._spare = 0
         self.history: list[tuple[float, float, int]] = []
         self._t0 = clock()
         self._mark = self._sample()
@@ -119,13 +121,50 @@ class CoreGovernor:
         others = ((new[1] - self._mark[1]) - (new[2] - self._mark[2])) / wall
         self._mark = new
         threads = threads_for(others, self.n_cores, self.max_threads)
+        if threads > self.threads:
+            # up one thread at a time, and only after two looks in a row with a core to spare: jobs
+            # that all see the same free core would otherwise all take it at once, and all give it back
+            self._spare += 1
+            threads = self.threads + 1 if self._spare >= 2 else self.threads
+        else:
+            self._spare = 0
+        if self.held:
+            threads = self.max_threads
         if threads != self.threads:
+            if threads > self.threads:
+                self._spare = 0
             log.info("other processes keep %.2f of %d cores busy: %d torch thread(s) instead of %d",
                      others, self.n_cores, threads, self.threads)
             self._set(threads)
             self.threads = threads
         self.history.append((now - self._t0, others, threads))
         return threads
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """The allotted threads, unchanged, inside the block (for a fit whose result depends on the
+        thread count, e.g. a fixed number of SGD steps); governed again after it."""
+        self.held = True
+        if self.threads != self.max_threads:
+            self._set(self.max_threads)
+            self.threads = self.max_threads
+        try:
+            yield
+        finally:
+            self.held = False
+
+
+_ACTIVE: list[CoreGovernor] = []
+
+
+@contextmanager
+def allotted_threads() -> Iterator[None]:
+    """Inside a governed step: the step's allotted threads, unchanged, for the block (no-op outside)."""
+    if not _ACTIVE:
+        yield
+        return
+    with _ACTIVE[-1].holding():
+        yield
 
 
 @contextmanager
@@ -144,6 +183,11 @@ def governed(max_threads: int, sample_seconds: float = 0.1) -> Iterator[CoreGove
         yield None
         return
     time.sleep(sample_seconds)
+    gov._spare = 1  # the first look may add a thread at once (none was taken yet)
     gov.update(force=True)
-    with installed(gov.update):
-        yield gov
+    _ACTIVE.append(gov)
+    try:
+        with installed(gov.update):
+            yield gov
+    finally:
+        _ACTIVE.remove(gov)

@@ -10,23 +10,28 @@ of their cores, and the thread count can only be changed from the computing thre
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-_HOOKS: list[Callable[[], None]] = []
+_HOOKS: list[tuple[int, Callable[[], None]]] = []
 
 
 def between_iterations() -> None:
-    """Run every installed hook (none: nothing happens)."""
-    for hook in tuple(_HOOKS):
-        hook()
+    """Run every hook installed by this thread (none: nothing happens)."""
+    me = threading.get_ident()
+    for owner, hook in tuple(_HOOKS):
+        if owner == me:
+            hook()
 
 
 @contextmanager
 def installed(hook: Callable[[], None]) -> Iterator[None]:
-    """``hook`` runs at every :func:`between_iterations` inside the ``with`` block."""
-    _HOOKS.append(hook)
+    """``hook`` runs at every :func:`between_iterations` of this thread inside the ``with`` block
+    (a solver running on another thread does not call it: thread settings are per thread)."""
+    entry = (threading.get_ident(), hook)
+    _HOOKS.append(entry)
     try:
         yield
     finally:
-        _HOOKS.remove(hook)
+        _HOOKS.remove(entry)
