@@ -183,7 +183,6 @@ def governed(max_threads: int, sample_seconds: float = 0.1) -> Iterator[CoreGove
         yield None
         return
     time.sleep(sample_seconds)
-    gov._spare = 1  # the first look may add a thread at once (none was taken yet)
     gov.update(force=True)
     _ACTIVE.append(gov)
     try:

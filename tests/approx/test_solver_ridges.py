@@ -102,7 +102,7 @@ def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner):
 def test_solution_does_not_depend_on_threads_or_hooks(pooled):
     """Thread counts 1 and 2, and a hook that switches between them every iteration, give the same
     solution to the solve's own accuracy: parallel reductions round differently with another thread
-    count, so agreement is to ~κ·tol, not bit for bit (whitened coordinates, relative to the largest
+    count, so agreement is to round-off (7.5e-14 measured), not bit for bit (whitened coordinates, relative to the largest
     coefficient; tol 1e-12)."""
     mix = _mixture(pooled, 1e-3)
     plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60)
@@ -123,7 +123,7 @@ def test_solution_does_not_depend_on_threads_or_hooks(pooled):
     ref = _pcg_whitened(out[1], plan, iu, ju)
     for other in (out[2], hooked):
         diff = float((_pcg_whitened(other, plan, iu, ju) - ref).abs().max() / ref.abs().max())
-        assert diff <= 1e-10, diff
+        assert diff <= 1e-12, diff
     # the hook ran once per iteration, on the solver's thread
     assert len(calls) == hooked.fit_info["iterations"] >= 1
 
