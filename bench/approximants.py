@@ -10,7 +10,10 @@ the solve alone. "inner" is the precision of the products inside PCG (``--inner-
 auto), "deflated" the number of eigenvectors deflated. ``gaussian_deg<n>`` (e.g. ``gaussian_deg4``; K = 1
 only) is the exact degree-n polynomial under one Gaussian in factored Hermite form
 (``gaussian_polynomial_approximant``); its rows add the analytic FVU, the seconds it takes, and the
-seconds to evaluate the polynomial on 10⁴ inputs.
+seconds to evaluate the polynomial on 10⁴ inputs. ``cubic_pc<p>`` (e.g. ``cubic_pc50``; any K) is the
+exact quadratic and cubic under the mixture on its top-p whitened principal components, fitted together
+as rule ``mnist_degree_approximants`` does; "seconds" covers both, "CG its" is the cubic's (the
+quadratic's in the JSON as quadratic_iterations), with the same extra columns as ``gaussian_deg<n>``.
 
     python bench/approximants.py                       # CPU (and CUDA when present), table to stdout
     python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --devices cpu
@@ -175,9 +178,26 @@ def _run_one(cfg: dict) -> list[dict]:
         if K != 1:
             raise SystemExit(f"{method} is the polynomial under one Gaussian; use --K 1")
         res = gaussian_polynomial_approximant(mlp, mix.means[0], mix.covs[0], degree=_gaussian_degree(method))
+    elif _pc_components(method) is not None:
+        from polyinterp.approx.cubic_mixture import reduced_polynomial_approximants
+
+        # as rule mnist_degree_approximants: the PC quadratic and cubic together (shared right-hand side)
+        fits = reduced_polynomial_approximants(mlp, mix, components=_pc_components(method), degrees=(2, 3),
+                                               tol=cfg["pc_tol"], max_iter=cfg["max_iter"],
+                                               inner_dtype=cfg.get("pc_inner_dtype", "float32"))
+        res = fits[3]
     else:
         raise SystemExit(f"unknown method {method}")
     _record(out, res, t0, device)
+    if _pc_components(method) is not None:
+        t1 = time.perf_counter()
+        out["exact_fvu"] = res.fvu()  # E f² of the network: the bivariate moments of the hidden layer
+        out["fvu_seconds"] = time.perf_counter() - t1
+        out["quadratic_iterations"] = fits[2].fit_info.get("iterations")
+        x = mix.sample(10_000, seed=7)
+        t1 = time.perf_counter()
+        float(res(x).sum())
+        out["eval_seconds"] = time.perf_counter() - t1
     if _gaussian_degree(method) is not None:
         t1 = time.perf_counter()
         out["exact_fvu"] = res.fvu()  # a Python float: synchronises on CUDA
@@ -215,6 +235,12 @@ def _gaussian_degree(method: str) -> int | None:
     return int(tail) if tail != method and tail.isdigit() else None
 
 
+def _pc_components(method: str) -> int | None:
+    """p for a method ``cubic_pc<p>``, else None."""
+    tail = method.removeprefix("cubic_pc")
+    return int(tail) if tail != method and tail.isdigit() else None
+
+
 def _record(out: dict, res, t0: float, device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -240,7 +266,8 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+",
                     default=["linear", "quadratic_exact", "quadratic_sgd"],
                     help="quadratic_exact with K > 1 also times a warm start (row quadratic_exact_warm); "
-                         "gaussian_deg<n> (e.g. gaussian_deg4): the degree-n polynomial under one Gaussian, K = 1 only")
+                         "gaussian_deg<n> (e.g. gaussian_deg4): the degree-n polynomial under one Gaussian, K = 1 only; "
+                         "cubic_pc<p> (e.g. cubic_pc50): the mixture quadratic and cubic on p principal components")
     ap.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
     ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
     ap.add_argument("--tol", type=float, default=1e-6)
@@ -249,6 +276,8 @@ def main(argv=None):
     ap.add_argument("--deflation-steps", type=int, default=60, help="Lanczos steps of the plan's deflation (0: none)")
     ap.add_argument("--inner-dtype", default="auto", choices=sorted(INNER_DTYPES), help="precision inside PCG")
     ap.add_argument("--max-iter", type=int, default=500)
+    ap.add_argument("--pc-tol", type=float, default=1e-8, help="relative residual of the cubic_pc<p> normal equations")
+    ap.add_argument("--pc-inner-dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--sgd-steps", type=int, default=200)
     ap.add_argument("--sgd-batch", type=int, default=256)
     ap.add_argument("--fvu-samples", type=int, default=0, help="also report the FVU on this many mixture samples")
@@ -268,7 +297,7 @@ def main(argv=None):
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rows = []
     env = dict(os.environ)
-    gauss = any(_gaussian_degree(m) is not None for m in args.methods)
+    gauss = any(_gaussian_degree(m) is not None or _pc_components(m) is not None for m in args.methods)
     print("| load | device | h | K | ridge | method | seconds | plan s (once per mixture) | product s | × product "
           "| threads | peak MB | CG its | inner | deflated | residual | conv. |" + (" FVU |" if args.fvu_samples else "")
           + (" exact FVU | FVU s | eval s (10⁴ inputs) |" if gauss else ""))
@@ -299,7 +328,8 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
                            "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner,
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
-                           "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads}
+                           "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads,
+                           "pc_tol": args.pc_tol, "pc_inner_dtype": args.pc_inner_dtype}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
                                           text=True, env=env)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -41,7 +41,9 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
 
     lines = fvu_figure(metrics=str(tmp_path / "results/mnist/metrics.parquet"),
                        out=[str(tmp_path / "fig2_check.png")])
-    assert {ln["approximant"] for ln in lines} == {"linear", "quadratic", "quadratic_sgd"}
+    assert {ln["approximant"] for ln in lines} == {"linear", "quadratic", "quadratic_sgd", "gaussian_deg1",
+                                                   "gaussian_deg2", "gaussian_deg3", "gaussian_deg4",
+                                                   "quadratic_pc8", "cubic_pc8"}
     assert all(ln["n_seeds"] == 2 for ln in lines)
     for ln in lines:
         assert all(lo <= m <= hi for lo, m, hi in zip(ln["min"], ln["mean"], ln["max"]))

@@ -5,8 +5,9 @@ was read), the tolerance and a verdict computed from the tables — never typed.
 Verdicts: ``reproduced`` (ours within the tolerance), ``differs`` (outside it), ``not comparable``
 (the run does not reach the setting of the claim, e.g. no checkpoint at 2^16 steps, or the SGD
 baseline is off), ``measured`` (a question the source leaves open: ours is the answer, with nothing
-to compare it with; the study ``cubic+`` rows of :mod:`polyinterp.scorecard_cubic_beyond`). Each
-claim's criterion is stated in its row.
+to compare it with; the study ``cubic+`` rows of :mod:`polyinterp.scorecard_cubic_beyond`), ``yes`` /
+``no`` (an open yes-or-no question, answered by the criterion in its row; the study ``mnist+`` rows of
+:mod:`polyinterp.scorecard_degrees`). Each claim's criterion is stated in its row.
 
 Table schema (``results/scorecard.parquet``): study, claim, reference, tolerance, criterion, where
 (str); ours_mean, ours_sd, ours_min, ours_max (float64; sd NaN for one seed); n_seeds (int64);
@@ -39,7 +40,8 @@ class Claim:
     criterion: str
     where: str
     values: list[float]  # one per seed (empty: not measurable in this run)
-    ok: object  # callable(mean) -> bool; None when not comparable; "measured" for an open question
+    ok: object  # callable(mean) -> bool; None when not comparable; "measured" for an open question;
+    #             ("answer", callable(mean) -> bool) for an open yes-or-no question (verdict yes / no)
 
     def row(self) -> dict:
         v = np.asarray([x for x in self.values if x is not None and math.isfinite(x)], dtype=float)
@@ -48,8 +50,10 @@ class Claim:
                      ours_min=float(v.min()) if len(v) else math.nan, ours_max=float(v.max()) if len(v) else math.nan)
         if self.ok is None or not len(v):
             verdict = "not comparable"
-        elif self.ok == "measured":
+        elif isinstance(self.ok, str) and self.ok == "measured":
             verdict = "measured"
+        elif isinstance(self.ok, tuple) and self.ok[0] == "answer":
+            verdict = "yes" if self.ok[1](stats["ours_mean"]) else "no"
         else:
             verdict = "reproduced" if self.ok(stats["ours_mean"]) else "differs"
         return dict(study=self.study, claim=self.claim, reference=self.reference, tolerance=self.tolerance,
@@ -190,11 +194,15 @@ def cubic_claims(summary: pd.DataFrame) -> list[Claim]:
 def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
                     accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None) -> pd.DataFrame:
     """Every claim's row (schema: module docstring); the attack claims at the first checkpoint whose
-    clean test accuracy reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``); then
-    the rows of :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the ``beyond`` tables."""
+    clean test accuracy reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``); the
+    higher-degree rows of :func:`polyinterp.scorecard_degrees.degree_claims` (where the metrics have
+    the PC fits); then the rows of :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the
+    ``beyond`` tables."""
     from polyinterp.scorecard_cubic_beyond import beyond_claims
+    from polyinterp.scorecard_degrees import degree_claims
 
-    claims = mnist_claims(metrics, ablation, accuracy_level) + cubic_claims(cubic) + beyond_claims(**(beyond or {}))
+    claims = (mnist_claims(metrics, ablation, accuracy_level) + degree_claims(metrics) + cubic_claims(cubic)
+              + beyond_claims(**(beyond or {})))
     rows = [c.row() for c in claims]
     return pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS)
 

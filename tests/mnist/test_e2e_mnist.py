@@ -26,7 +26,8 @@ def test_metrics_table_schema_and_ranges(smoke_run):
     path = smoke_run / "results/mnist/metrics.parquet"
     assert_schema(path, METRIC_COLUMNS)
     df = pd.read_parquet(path)
-    assert set(df.approximant) == {"mlp", "linear", "quadratic", "quadratic_sgd"}
+    degrees = {"gaussian_deg1", "gaussian_deg2", "gaussian_deg3", "gaussian_deg4", "quadratic_pc8", "cubic_pc8"}
+    assert set(df.approximant) == {"mlp", "linear", "quadratic", "quadratic_sgd"} | degrees
     assert set(df.distribution) == {"mixture", "mixture_exact", "test"}
     assert df.value.notna().all()
     for metric, (lo, hi) in {"fvu": (0, np.inf), "kl": (0, np.inf), "accuracy": (0, 1)}.items():
@@ -44,11 +45,16 @@ def test_metrics_table_schema_and_ranges(smoke_run):
     exact = df[df.distribution == "mixture_exact"]
     assert (exact.metric == "fvu").all() and (exact.n_samples == 0).all()
     ex = exact.pivot(index=["seed", "step"], columns="approximant", values="value")
-    assert set(ex.columns) == {"linear", "quadratic", "quadratic_sgd"} and len(ex) == df.groupby(["seed", "step"]).ngroups
+    # the PC fits have exact values too; the Gaussian degree-n forms only Monte Carlo
+    assert set(ex.columns) == {"linear", "quadratic", "quadratic_sgd", "quadratic_pc8", "cubic_pc8"}
+    assert len(ex) == df.groupby(["seed", "step"]).ngroups
     assert ex.notna().all().all() and (ex > 0).all().all()
+    # the cubic on 8 PCs contains the quadratic on them; on 8 of 49 inputs neither beats the full quadratic
+    assert (ex["cubic_pc8"] <= ex["quadratic_pc8"] + 1e-12).all(), ex
+    assert (ex["quadratic"] <= ex["quadratic_pc8"] + 1e-12).all(), ex
     assert (ex["quadratic"] <= ex["quadratic_sgd"] + 1e-9).all(), ex
     assert (ex["quadratic"] <= ex["linear"] + 1e-12).all(), ex
-    rel = (fvu - ex).abs() / ex
+    rel = (fvu[ex.columns] - ex).abs() / ex
     assert (rel.stack() < 0.25).all(), rel  # 10^4 samples: a few per cent of Monte-Carlo error
     # the trained MLP beats chance by far at the last checkpoint
     last = df[df.step == df.step.max()]

@@ -58,6 +58,26 @@ def previous_approx(wildcards):
 
 SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNIST_STEPS)
 
+# Rule mnist_degree_approximants (approximants beyond degree 2): where it runs; none without degrees.
+DEGREE_STEPS = (
+    (list(MNIST_STEPS) if config["mnist"]["approx"]["cubic"]["checkpoints"] == "all"
+     else resolve_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
+                        "mnist.approx.cubic.checkpoints"))
+    if config["mnist"]["approx"]["degrees"] else []
+)
+
+
+def mnist_degree_approx(seed="{seed}", step="{step}"):
+    return f"results/mnist/seed{seed}/degrees/step{step}.pt"
+
+
+def previous_degree_approx(wildcards):
+    """As previous_approx, for the higher-degree fits: the previous checkpoint that has them."""
+    i = DEGREE_STEPS.index(int(wildcards.step))
+    if not config["mnist"]["approx"]["warm_start"] or i == 0:
+        return []
+    return [mnist_degree_approx(wildcards.seed, DEGREE_STEPS[i - 1])]
+
 
 ABLATION_STEPS = (
     list(MNIST_STEPS)

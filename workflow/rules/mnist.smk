@@ -137,6 +137,41 @@ rule mnist_approximants:
         STEP
 
 
+rule mnist_degree_approximants:
+    input:
+        ckpt=mnist_ckpt(),
+        mixture=rules.mnist_mixture.output.mixture,
+        data=rules.mnist_data.output.data,
+        warm=previous_degree_approx,
+    output:
+        approx=mnist_degree_approx(),
+        metrics="results/mnist/seed{seed}/degrees/metrics_step{step}.parquet",
+    params:
+        step=step_params(
+            "mnist_degree_approximants",
+            lambda wc: {
+                **{k: v for k, v in config["mnist"]["approx"]["cubic"].items() if k != "checkpoints"},
+                "degrees": config["mnist"]["approx"]["degrees"],
+                "mixture_samples": config["mnist"]["metrics"]["mixture_samples"],
+                "device": DEVICE,
+            }
+        ),
+        files=step_files,
+    log:
+        log_path("mnist/degrees_seed{seed}_step{step}"),
+    benchmark:
+        bench_path("mnist/degrees_seed{seed}_step{step}")
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=60,
+        gpu=1,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
 rule mnist_metrics:
     input:
         ckpt=mnist_ckpt(),
@@ -165,7 +200,8 @@ rule mnist_metrics:
 
 rule mnist_metrics_all:
     input:
-        parts=expand(rules.mnist_metrics.output.metrics, seed=SEEDS, step=MNIST_STEPS),
+        parts=expand(rules.mnist_metrics.output.metrics, seed=SEEDS, step=MNIST_STEPS)
+        + expand(rules.mnist_degree_approximants.output.metrics, seed=SEEDS, step=DEGREE_STEPS),
     output:
         metrics="results/mnist/metrics.parquet",
     params:
@@ -182,6 +218,32 @@ rule mnist_metrics_all:
         CONDA_ENV
     shell:
         STEP
+
+
+rule mnist_degree_summary:
+    input:
+        metrics=rules.mnist_metrics_all.output.metrics,
+    output:
+        table="results/mnist/fvu_by_degree.parquet",
+        markdown="results/mnist/fvu_by_degree.md",
+    params:
+        step=step_params("mnist_degree_summary"),
+        files=step_files,
+    log:
+        log_path("mnist/degree_summary"),
+    benchmark:
+        bench_path("mnist/degree_summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+if DEGREE_STEPS:  # the higher-degree fits are in the run
+    ALL_TARGETS.extend(rules.mnist_degree_summary.output)
 
 
 rule mnist_svd_ablation:

@@ -210,6 +210,21 @@ class HermiteRidgeApproximant:
             raise ApproxInputError("the model's output is constant under this Gaussian, so the FVU is undefined")
         return float(err.sum()) / total
 
+    # -- storage -----------------------------------------------------------------------------------
+    _STATE = ("mean", "directions", "coef", "out_weight", "out_bias", "scale", "gate", "gate_coef")
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain tensors and the fit info (``torch.save``-able). The source model and covariance are
+        not kept: a loaded approximant evaluates g(x), but has no :meth:`fvu`."""
+        return {"degree": self.degree, **{k: getattr(self, k) for k in self._STATE}, "fit_info": dict(self.fit_info)}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> "HermiteRidgeApproximant":
+        missing = [k for k in ("degree", *cls._STATE) if k not in state]
+        if missing:
+            raise ApproxInputError(f"state dict lacks {missing}; it must come from HermiteRidgeApproximant.state_dict()")
+        return cls(int(state["degree"]), *(state[k] for k in cls._STATE), dict(state.get("fit_info", {})))
+
     # -- monomial form -----------------------------------------------------------------------------
     def to_approximant(self) -> Approximant:
         """The same polynomial as an :class:`Approximant` (α, β, Γ in the monomials of x); degree ≤ 2 only

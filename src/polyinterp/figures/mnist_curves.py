@@ -1,8 +1,9 @@
-"""fig2 / fig3: FVU or KL of the approximants over training, mean and min–max band over seeds."""
+"""fig2 / fig3: FVU or KL of the approximants over training, mean and min–max band over seeds (every
+approximant of the metrics table: the paper's, and the higher degrees where the run has them)."""
 
 from __future__ import annotations
 
-from polyinterp.figures.style import COLORS, LABELS
+from polyinterp.figures.style import approximant_color, approximant_label
 from polyinterp.io import load_parquet, save_figure
 
 TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ softmax g)"}
@@ -24,8 +25,8 @@ def kl_figure(*, metrics: str, out: list[str]) -> list[dict]:
 def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
     """Two panels (the Gaussian mixture, MNIST test images), one line per approximant: the mean over
     seeds at each step > 0 and the min–max band. On the mixture panel the line is the exact FVU
-    (``mixture_exact``) where the table has it and the Monte-Carlo values are markers; KL has Monte
-    Carlo only, drawn as the line. Returns what was drawn: dicts with distribution, approximant,
+    (``mixture_exact``) of each approximant that has it, its Monte-Carlo values markers; otherwise (KL,
+    the Gaussian degree-n forms) the Monte-Carlo values are the line. Returns what was drawn: dicts with distribution, approximant,
     style (line / markers), step, mean, min, max (lists) and n_seeds."""
     import matplotlib.pyplot as plt
 
@@ -33,25 +34,26 @@ def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
     df = df[(df.metric == metric) & (df.approximant != "mlp")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     panel_axes = dict(zip(PANELS, axes))
-    has_exact = bool((df.distribution == "mixture_exact").any())
+    exact_names = set(df.approximant[df.distribution == "mixture_exact"])
+    has_exact = bool(exact_names)
     lines = []
-    for dist, (panel, kind) in DISTRIBUTIONS.items():
-        if dist == "mixture" and not has_exact:
-            kind = "line"
+    for dist, (panel, dist_kind) in DISTRIBUTIONS.items():
         ax = panel_axes[panel]
         for name, group in df[df.distribution == dist].groupby("approximant"):
+            # Monte Carlo is the line of an approximant without exact values (e.g. gaussian_deg{n})
+            kind = "line" if dist == "mixture" and name not in exact_names else dist_kind
             stats = group.groupby("step")["value"].agg(["mean", "min", "max"]).reset_index()
             stats = stats[stats.step > 0]  # log axis; step 0 is the untrained network
             lines.append({"distribution": dist, "approximant": name, "style": kind, "step": stats.step.tolist(),
                           "mean": stats["mean"].tolist(), "min": stats["min"].tolist(), "max": stats["max"].tolist(),
                           "n_seeds": int(group.seed.nunique())})
+            color, label = approximant_color(name), approximant_label(name)
             if kind == "markers":
-                ax.plot(stats.step, stats["mean"], "o", mfc="none", ms=4, color=COLORS[name],
-                        label=f"{LABELS[name]}, Monte Carlo")
+                ax.plot(stats.step, stats["mean"], "o", mfc="none", ms=4, color=color, label=f"{label}, Monte Carlo")
                 continue
-            style = "--" if name == "quadratic_sgd" else "-"
-            ax.plot(stats.step, stats["mean"], style, color=COLORS[name], label=LABELS[name], marker=".")
-            ax.fill_between(stats.step, stats["min"], stats["max"], color=COLORS[name], alpha=0.2, lw=0)
+            style = "--" if name == "quadratic_sgd" else ":" if name.startswith("gaussian_deg") else "-"
+            ax.plot(stats.step, stats["mean"], style, color=color, label=label, marker=".")
+            ax.fill_between(stats.step, stats["min"], stats["max"], color=color, alpha=0.2, lw=0)
     for ax, (panel, title) in zip(axes, PANELS.items()):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -8,3 +8,43 @@ COLORS = {"mlp": "black", "linear": "tab:blue", "quadratic": "tab:orange", "quad
           "random": "tab:gray"}
 LABELS = {"mlp": "MLP", "linear": "linear", "quadratic": "quadratic (exact)",
           "quadratic_sgd": "quadratic (SGD, paper)", "random": "random directions"}
+
+# The higher-degree approximants (polyinterp.mnist.degree_approximants): gaussian_deg{n} in shades of
+# green by degree, the principal-component fits in purple (quadratic) and red (cubic).
+_GAUSSIAN_SHADES = ("#a1d99b", "#74c476", "#41ab5d", "#238b45", "#006d2c", "#00441b")
+_PC_FITS = {"quadratic": ("tab:purple", "quadratic"), "cubic": ("tab:red", "cubic")}
+
+
+def _degree_form(name: str):
+    """("gaussian", n) or (kind, p) for a higher-degree approximant name, else None."""
+    import re
+
+    m = re.fullmatch(r"gaussian_deg(\d+)", name)
+    if m:
+        return "gaussian", int(m.group(1))
+    m = re.fullmatch(r"(quadratic|cubic)_pc(\d+)", name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def approximant_color(name: str) -> str:
+    """The colour of an approximant in every figure (fixed names, then the higher-degree forms)."""
+    if name in COLORS:
+        return COLORS[name]
+    form = _degree_form(name)
+    if form is None:
+        raise KeyError(f"no colour for approximant {name!r}")
+    kind, n = form
+    return _GAUSSIAN_SHADES[min(n, len(_GAUSSIAN_SHADES)) - 1] if kind == "gaussian" else _PC_FITS[kind][0]
+
+
+def approximant_label(name: str) -> str:
+    """The legend label of an approximant."""
+    if name in LABELS:
+        return LABELS[name]
+    form = _degree_form(name)
+    if form is None:
+        raise KeyError(f"no label for approximant {name!r}")
+    kind, n = form
+    if kind == "gaussian":
+        return f"degree {n}, moment-matched Gaussian"
+    return f"{_PC_FITS[kind][1]} (exact) on {n} PCs"

@@ -1,7 +1,8 @@
 """Fidelity of the approximants at one checkpoint, on mixture samples and on MNIST test images.
 
 Table schema (tidy, one row per (approximant, distribution, metric)); see README "Tables":
-    seed int64, step int64, approximant str {mlp, linear, quadratic, quadratic_sgd},
+    seed int64, step int64, approximant str {mlp, linear, quadratic, quadratic_sgd, and the higher
+    degrees of :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
     distribution str {mixture, mixture_exact, test}, metric str {fvu, kl, accuracy}, value float64,
     mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from polyinterp.approx import MLP, fvu, kl_divergence
+from polyinterp.approx import MLP, Approximant, fvu, kl_divergence
 from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
@@ -50,13 +51,17 @@ def mixture_samples(mixture: dict, n: int, seed: int, device) -> tuple[torch.Ten
 
 
 @torch.no_grad()
-def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str) -> list[dict]:
-    """Accuracy of the MLP, and FVU, KL and accuracy of each approximant against it, on inputs x."""
+def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str,
+                  with_mlp: bool = True) -> list[dict]:
+    """Accuracy of the MLP (``with_mlp``), and FVU, KL and accuracy of each approximant against it, on
+    inputs x. An approximant is an :class:`~polyinterp.approx.Approximant` (its xᵀΓx in ``QUAD_DTYPE``)
+    or any callable x [n, d] → [n, o] that chunks itself (the higher-degree forms)."""
     f = _evaluate(lambda v: model(v), x)
     rows = [dict(approximant="mlp", distribution=distribution, metric="accuracy",
-                 value=float((f.argmax(1) == labels).double().mean()))]
+                 value=float((f.argmax(1) == labels).double().mean()))] if with_mlp else []
     for name, approx in approximants.items():
-        g = approx(x, quad_dtype=QUAD_DTYPE)  # chunks itself, building its float32 Γ once
+        # each chunks itself (an Approximant builds its float32 Γ once)
+        g = approx(x, quad_dtype=QUAD_DTYPE) if isinstance(approx, Approximant) else approx(x).to(f.dtype)
         rows += [
             dict(approximant=name, distribution=distribution, metric="fvu", value=float(fvu(f, g))),
             dict(approximant=name, distribution=distribution, metric="kl", value=float(kl_divergence(f, g))),
@@ -70,12 +75,22 @@ def metrics_table(ckpt: dict, approx_path, mixture: dict, mnist, params: dict) -
     device = resolve_device(params["device"])
     model = load_mlp(ckpt, device).to(torch.float64)
     approximants = load_approximants(approx_path, device)
+    exact = exact_fvu(MLP.from_module(model), approximants, load_gaussian_mixture(mixture, device))
+    return fidelity_table(ckpt, model, approximants, exact, mixture, mnist, params)
+
+
+def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float], mixture: dict, mnist,
+                   params: dict, with_mlp: bool = True) -> pd.DataFrame:
+    """The metrics table (schema above) of ``approximants`` of the checkpoint's ``model``: Monte Carlo on
+    ``params['mixture_samples']`` seeded mixture samples (the same samples at every checkpoint of a
+    seed, for every approximant) and on the test images, plus one ``mixture_exact`` FVU row per entry
+    of ``exact`` (name → value); the MLP's accuracy rows with ``with_mlp``."""
+    device = next(iter(model.parameters())).device
     x_mix, y_mix = mixture_samples(mixture, params["mixture_samples"], int(ckpt["seed"]), device)
     x_te = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
     y_te = torch.as_tensor(mnist.test_labels, device=device)
-    rows = fidelity_rows(model, approximants, x_mix.to(device), y_mix.to(device), "mixture")
-    rows += fidelity_rows(model, approximants, x_te, y_te, "test")
-    exact = exact_fvu(MLP.from_module(model), approximants, load_gaussian_mixture(mixture, device))
+    rows = fidelity_rows(model, approximants, x_mix.to(device), y_mix.to(device), "mixture", with_mlp)
+    rows += fidelity_rows(model, approximants, x_te, y_te, "test", with_mlp)
     rows += [dict(approximant=name, distribution="mixture_exact", metric="fvu", value=value)
              for name, value in exact.items()]
     df = pd.DataFrame(rows)
