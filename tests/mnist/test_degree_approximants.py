@@ -26,10 +26,11 @@ POOL = 14  # 28×28 → 2×2: d = 4, small enough for brute-force checks
 D = (28 // POOL) ** 2
 
 
-def _problem(seed: int = 0, hidden: int = 6):
-    """A checkpoint of a small random MLP and a 3-component mixture on d = 16 pooled-image inputs."""
+def _problem(seed: int = 0, hidden: int = 6, pool: int = POOL):
+    """A checkpoint of a small random MLP and a 3-component mixture on D pooled-image inputs."""
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
+    D = (28 // pool) ** 2
     net = make_mlp(D, hidden, 3)
     K = 3
     A = torch.randn(K, D, D, generator=g, dtype=torch.float64) / math.sqrt(D)
@@ -38,7 +39,7 @@ def _problem(seed: int = 0, hidden: int = 6):
     mixture = {"weights": torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), "means": means, "covs": covs,
                "ridge": 0.01}
     ckpt = {"arch": {"d": D, "hidden": hidden, "n_out": 3}, "state": net.state_dict(), "step": 16, "seed": seed,
-            "preprocess": {"pool": POOL, "center": False}, "train_loss": 1.0, "test_accuracy": 0.5}
+            "preprocess": {"pool": pool, "center": False}, "train_loss": 1.0, "test_accuracy": 0.5}
     images = torch.randint(0, 256, (500, 28, 28), generator=g, dtype=torch.uint8).numpy()
     mnist = SimpleNamespace(test_images=images, test_labels=np.asarray(torch.randint(0, 3, (500,), generator=g)))
     return ckpt, mixture, mnist
@@ -108,6 +109,22 @@ def test_saved_state_round_trips_and_warm_start_agrees():
     warm = fit_degree_approximants(ckpt, mixture, params, warm_start=state)
     for name in ("quadratic_pc3", "cubic_pc3"):
         assert warm[name].fvu() == pytest.approx(fitted[name].fvu(), rel=1e-9)
+
+
+def test_warm_start_from_the_saved_file_runs_pcg_to_the_same_polynomial():
+    # d = 16, p = 14: the cubic has C(17, 3) = 680 basis functions, above the dense limit (600), so PCG
+    # solves it, from the saved fit of a slightly different network (the previous checkpoint)
+    ckpt, mixture, _ = _problem(seed=4, pool=7)
+    params = _params(components=14, degrees=[3], tol=1e-9)
+    before = fit_degree_approximants(ckpt, mixture, params)
+    before["cubic_pc14"].fvu()
+    state = saved_state(ckpt, before, params)
+    nxt = dict(ckpt, state={k: v * (1 + 0.01 * torch.randn_like(v)) for k, v in ckpt["state"].items()})
+    cold = fit_degree_approximants(nxt, mixture, params)["cubic_pc14"]
+    warm = fit_degree_approximants(nxt, mixture, params, warm_start=state)["cubic_pc14"]
+    assert cold.fit_info["method"] == "pcg" and warm.fit_info["start"] == "warm_start"
+    assert warm.fit_info["converged"] and warm.fit_info["iterations"] < cold.fit_info["iterations"]
+    assert warm.fvu() == pytest.approx(cold.fvu(), rel=1e-7)
 
 
 def test_too_many_components_is_a_config_error():

@@ -61,8 +61,8 @@ SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNI
 # Rule mnist_degree_approximants (approximants beyond degree 2): where it runs; none without degrees.
 DEGREE_STEPS = (
     (list(MNIST_STEPS) if config["mnist"]["approx"]["cubic"]["checkpoints"] == "all"
-     else resolve_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
-                        "mnist.approx.cubic.checkpoints"))
+     else sorted(resolve_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
+                               "mnist.approx.cubic.checkpoints")))  # in step order: the warm-start chain
     if config["mnist"]["approx"]["degrees"] else []
 )
 

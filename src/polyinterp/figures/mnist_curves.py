@@ -58,7 +58,7 @@ def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("training step")
-        ax.set_title(title + (" (line: exact, markers: Monte Carlo)" if panel == "mixture" and has_exact else ""))
+        ax.set_title(title + (" (line: exact where known, markers: Monte Carlo)" if panel == "mixture" and has_exact else ""))
         ax.grid(alpha=0.3, which="both")
     n_seeds = df.seed.nunique()
     axes[0].set_ylabel(TITLES[metric])

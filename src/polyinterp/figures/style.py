@@ -46,5 +46,5 @@ def approximant_label(name: str) -> str:
         raise KeyError(f"no label for approximant {name!r}")
     kind, n = form
     if kind == "gaussian":
-        return f"degree {n}, moment-matched Gaussian"
+        return f"degree {n}, moment-matched Gaussian (Monte Carlo)"
     return f"{_PC_FITS[kind][1]} (exact) on {n} PCs"

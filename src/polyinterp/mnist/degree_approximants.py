@@ -95,8 +95,17 @@ def saved_state(ckpt: dict, fitted: dict, params: dict) -> dict:
             "components": int(params["components"]),
             "gaussian": {g.degree: g.to("cpu").state_dict() for g in fitted.values()
                          if isinstance(g, HermiteRidgeApproximant)},
-            "reduced": {g.degree: g.to("cpu").state_dict()  # with the FVU moments, once fvu() has run
+            "reduced": {g.degree: _on_cpu(g.state_dict())  # state_dict() adds E f, E f² (the FVU's moments)
                         for g in fitted.values() if isinstance(g, ReducedPolynomialApproximant)}}
+
+
+def _on_cpu(obj):
+    """Tensors of a (nested) state dict moved to the CPU."""
+    if isinstance(obj, torch.Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        return {k: _on_cpu(v) for k, v in obj.items()}
+    return obj
 
 
 def degree_approximants_step(*, ckpt: str, mixture: str, data: str, approx: str, metrics: str, params: dict,
