@@ -26,25 +26,25 @@ def _degree_form(name: str):
     return (m.group(1), int(m.group(2))) if m else None
 
 
-def approximant_color(name: str) -> str:
-    """The colour of an approximant in every figure (fixed names, then the higher-degree forms)."""
+def _style(name: str) -> tuple[str, str]:
+    """(colour, legend label) of an approximant: the fixed names, then the higher-degree forms."""
     if name in COLORS:
-        return COLORS[name]
+        return COLORS[name], LABELS[name]
     form = _degree_form(name)
     if form is None:
-        raise KeyError(f"no colour for approximant {name!r}")
+        raise KeyError(f"no colour or label for approximant {name!r}")
     kind, n = form
-    return _GAUSSIAN_SHADES[min(n, len(_GAUSSIAN_SHADES)) - 1] if kind == "gaussian" else _PC_FITS[kind][0]
+    if kind == "gaussian":
+        return (_GAUSSIAN_SHADES[min(n, len(_GAUSSIAN_SHADES)) - 1],
+                f"degree {n}, moment-matched Gaussian (Monte Carlo)")
+    return _PC_FITS[kind][0], f"{_PC_FITS[kind][1]} (exact) on {n} PCs"
+
+
+def approximant_color(name: str) -> str:
+    """The colour of an approximant in every figure."""
+    return _style(name)[0]
 
 
 def approximant_label(name: str) -> str:
     """The legend label of an approximant."""
-    if name in LABELS:
-        return LABELS[name]
-    form = _degree_form(name)
-    if form is None:
-        raise KeyError(f"no label for approximant {name!r}")
-    kind, n = form
-    if kind == "gaussian":
-        return f"degree {n}, moment-matched Gaussian (Monte Carlo)"
-    return f"{_PC_FITS[kind][1]} (exact) on {n} PCs"
+    return _style(name)[1]
