@@ -6,8 +6,8 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
 from polyinterp.config import validate_config
-from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, sgd_checkpoints, sgd_settings,
-                                      train_params)
+from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, selected_steps, sgd_checkpoints,
+                                      sgd_settings, train_params)
 from polyinterp.mnist.attack_steps import check_figure_steps
 from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 
@@ -60,9 +60,8 @@ SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNI
 
 # Rule mnist_degree_approximants (approximants beyond degree 2): where it runs; none without degrees.
 DEGREE_STEPS = (
-    (list(MNIST_STEPS) if config["mnist"]["approx"]["cubic"]["checkpoints"] == "all"
-     else sorted(resolve_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
-                               "mnist.approx.cubic.checkpoints")))  # in step order: the warm-start chain
+    selected_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
+                   "mnist.approx.cubic.checkpoints")  # in step order: the warm-start chain
     if config["mnist"]["approx"]["degrees"] else []
 )
 

@@ -55,11 +55,16 @@ def resolve_steps(requested: list, available: list[int], key: str) -> list[int]:
     return out
 
 
-def sgd_checkpoints(requested, available: list[int]) -> list[int]:
-    """The checkpoints that get the SGD baseline: ``"all"`` or a list as for :func:`resolve_steps`."""
+def selected_steps(requested, available: list[int], key: str) -> list[int]:
+    """A config key's checkpoints, ``"all"`` or a list as for :func:`resolve_steps`, in step order."""
     if requested == "all":
         return list(available)
-    return resolve_steps(requested, available, "mnist.approx.sgd.checkpoints")
+    return sorted(resolve_steps(requested, available, key))
+
+
+def sgd_checkpoints(requested, available: list[int]) -> list[int]:
+    """The checkpoints that get the SGD baseline (:func:`selected_steps` of ``mnist.approx.sgd.checkpoints``)."""
+    return selected_steps(requested, available, "mnist.approx.sgd.checkpoints")
 
 
 def sgd_settings(sgd: dict, step: int, sgd_steps: list[int]) -> dict:
