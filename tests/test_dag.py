@@ -9,6 +9,7 @@ from workflow_helpers import REPO, SMOKE, merged_config, run_snakemake
 from polyinterp.mnist.schedule import checkpoint_steps
 
 PAPER = REPO / "workflow" / "configs" / "paper.yaml"
+ARCHITECTURES = REPO / "workflow" / "configs" / "architectures.yaml"
 
 
 def job_counts(stdout: str) -> dict[str, int]:
@@ -34,18 +35,22 @@ def ablation_steps(path, steps):
     return sorted({steps[-1] if s == "last" else s for s in want})
 
 
-@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER, ARCHITECTURES],
+                         ids=["default", "smoke", "paper", "architectures"])
 def test_dry_run_lists_every_job(tmp_path, configfile):
     proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(configfile,) if configfile else ())
     counts = job_counts(proc.stdout)
     seeds, steps = merged(configfile)
-    assert counts["mnist_data"] == 1 and counts["mnist_mixture"] == 1
-    assert counts["mnist_train"] == len(seeds)
-    assert counts["mnist_approximants"] == len(seeds) * len(steps)
-    assert counts["mnist_metrics"] == len(seeds) * len(steps)
-    assert counts["mnist_svd_ablation"] == len(seeds) * len(ablation_steps(configfile, steps))
-    for rule in ("mnist_metrics_all", "mnist_svd_ablation_all", "fig1_features", "fig2_fvu", "fig3_kl",
-                 "fig4_ablated_digits", "fig5_ablation_accuracy", "fig6_attack_strength"):
+    models = len(merged_config(*([configfile] if configfile else []))["mnist"]["models"])
+    assert counts["mnist_data"] == 1 and counts["mnist_mixture"] == 1 and counts["mnist_solver_plan"] == 1
+    assert counts["mnist_train"] == models * len(seeds)
+    assert counts["mnist_approximants"] == models * len(seeds) * len(steps)
+    assert counts["mnist_metrics"] == models * len(seeds) * len(steps)
+    assert counts["mnist_svd_ablation"] == models * len(seeds) * len(ablation_steps(configfile, steps))
+    for rule in ("mnist_svd_ablation_all", "fig1_features", "fig4_ablated_digits", "fig5_ablation_accuracy",
+                 "fig6_attack_strength"):  # per model
+        assert counts[rule] == models, rule
+    for rule in ("mnist_metrics_all", "mnist_attack_summary", "fig2_fvu", "fig3_kl", "fig_models_fvu", "scorecard"):
         assert counts[rule] == 1, rule
 
 
@@ -53,7 +58,7 @@ def test_dry_run_lists_every_job(tmp_path, configfile):
     "target, needed, not_needed",
     [
         ("results/figures/fig2.pdf", {"mnist_metrics", "mnist_approximants", "fig2_fvu"}, {"mnist_svd_ablation", "fig3_kl"}),
-        ("results/figures/fig5.pdf", {"mnist_svd_ablation", "fig5_ablation_accuracy"}, {"mnist_metrics", "fig4_ablated_digits"}),
+        ("results/figures/fig5_mlp_relu.pdf", {"mnist_svd_ablation", "fig5_ablation_accuracy"}, {"mnist_metrics", "fig4_ablated_digits"}),
         ("fig6", {"mnist_svd_ablation", "mnist_svd_ablation_all", "fig6_attack_strength"}, {"mnist_metrics", "fig5_ablation_accuracy"}),
         ("fig4", {"mnist_svd_ablation", "fig4_ablated_digits"}, {"mnist_metrics_all", "fig5_ablation_accuracy"}),
     ],
@@ -91,7 +96,8 @@ def merged_cubic(path):
     return cfg["seeds"], cfg["cubic"]
 
 
-@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER, ARCHITECTURES],
+                         ids=["default", "smoke", "paper", "architectures"])
 def test_cubic_layers_and_training_build_one_view_each(tmp_path, configfile):
     """The SAE pipeline runs once per seed and view: today's (the last layer of the final model),
     every other layer of cubic.layers.saes and every checkpoint of cubic.training.steps but the last;
@@ -121,7 +127,8 @@ def test_bad_training_steps_fail_when_the_workflow_is_parsed(tmp_path):
     assert "cubic.training.steps" in proc.stdout + proc.stderr and "step 300" in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER], ids=["default", "smoke", "paper"])
+@pytest.mark.parametrize("configfile", [None, SMOKE, PAPER, ARCHITECTURES],
+                         ids=["default", "smoke", "paper", "architectures"])
 def test_cubic_capacity_and_grid_jobs(tmp_path, configfile):
     """Each capacity variant but today's regressor is trained and read once per seed (today's files
     serve the cubic.model.widths variant); one grid network per seed and (a, b)."""
@@ -170,3 +177,37 @@ def test_bad_capacity_and_grid_keys_fail_when_the_workflow_is_parsed(tmp_path):
         overlay.write_text(text)
         proc = run_snakemake(tmp_path, "cubic_capacity", "-n", configfiles=(SMOKE, overlay), check=False)
         assert proc.returncode != 0 and key in proc.stdout + proc.stderr, (key, proc.stderr[-2000:])
+
+
+def test_fig2_of_two_models_builds_both_models_and_nothing_else(tmp_path):
+    """fig2 compares every configured model: `snakemake fig2` trains and approximates each, and runs no
+    attack or cubic job; a per-model figure file builds only its own model."""
+    overlay = tmp_path / "models.yaml"
+    overlay.write_text("mnist:\n  models:\n    - {name: mlp_relu}\n    - {name: glu_gelu, arch: glu, activation: gelu,"
+                       " hidden: 16}\n")
+    proc = run_snakemake(tmp_path, "fig2", "-n", "--quiet", "rules", configfiles=(SMOKE, overlay))
+    counts = job_counts(proc.stdout)
+    steps = checkpoint_steps(**merged_config("smoke.yaml")["mnist"]["train"]["checkpoints"])
+    assert counts["mnist_train"] == 2 and counts["mnist_approximants"] == 2 * len(steps), counts
+    assert not any(r.startswith(("cubic", "mnist_svd")) for r in counts), counts
+    proc = run_snakemake(tmp_path, "results/figures/fig5_glu_gelu.pdf", "-n", configfiles=(SMOKE, overlay))
+    assert "results/mnist/glu_gelu/seed0/ckpt/step0.pt" in proc.stdout
+    assert "results/mnist/mlp_relu/" not in proc.stdout
+
+
+@pytest.mark.parametrize("models, key", [
+    ("[{name: a}, {name: a}]", "mnist.models[1].name"),
+    ("[{name: a, activation: softplus}]", "mnist.models.0.activation"),
+    ("[{name: a, arch: cnn}]", "mnist.models.0.arch"),
+    ("[{name: 1a}]", "mnist.models.0.name"),
+    ("[{name: a, train: {checkpoints: {first_pow: 2}}}]", "mnist.models.0.train.checkpoints"),
+    ("[]", "mnist.models"),
+])
+def test_bad_models_are_refused_before_any_job(tmp_path, models, key):
+    overlay = tmp_path / "models.yaml"
+    overlay.write_text(f"mnist:\n  models: {models}\n")
+    proc = run_snakemake(tmp_path, "-n", configfiles=(SMOKE, overlay), check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert key in out, out[-2000:]
+    assert not (tmp_path / "results").exists()

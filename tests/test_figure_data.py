@@ -29,10 +29,12 @@ def test_metric_curves_draw_one_line_per_approximant_and_distribution(res, tmp_p
     lines = draw(metrics=str(res / "mnist/metrics.parquet"), out=_out(tmp_path, metric))
     df = pd.read_parquet(res / "mnist/metrics.parquet")
     df = df[(df.metric == metric) & (df.approximant != "mlp")]
-    expected = {(d, a) for d, a in zip(df.distribution, df.approximant)}
-    assert {(ln["distribution"], ln["approximant"]) for ln in lines} == expected and len(lines) == len(expected)
+    expected = set(zip(df.model, df.distribution, df.approximant, df.fit))
+    drawn = {(ln["model"], ln["distribution"], ln["approximant"], ln["fit"]) for ln in lines}
+    assert drawn == expected and len(lines) == len(expected)
     for ln in lines:
-        rows = df[(df.distribution == ln["distribution"]) & (df.approximant == ln["approximant"]) & (df.step > 0)]
+        rows = df[(df.model == ln["model"]) & (df.distribution == ln["distribution"])
+                  & (df.approximant == ln["approximant"]) & (df.fit == ln["fit"]) & (df.step > 0)]
         by_step = rows.groupby("step").value
         assert ln["step"] == sorted(rows.step.unique())
         np.testing.assert_allclose(ln["mean"], by_step.mean().to_numpy())
@@ -46,9 +48,9 @@ def _relu_mlp_gaussian_fit(ckpt: dict, digit: int):
     """β and Γ of the ReLU MLP's least-squares quadratic under N(0, I), by the per-unit closed form
     (independent of the Stein route): pre-activation y_j = w_jᵀx + b_j ~ N(b_j, ‖w_j‖²),
     β = Σ_j a_j Φ(b_j/‖w_j‖) w_j, Γ = ½ Σ_j a_j φ(b_j/‖w_j‖)/‖w_j‖ w_j w_jᵀ (a = the digit's W2 row)."""
-    from polyinterp.mnist.model import load_mlp
+    from polyinterp.mnist.model import load_network
 
-    layers = [m for m in load_mlp(ckpt, "cpu").double().children() if isinstance(m, torch.nn.Linear)]
+    layers = [m for m in load_network(ckpt, "cpu").double().children() if isinstance(m, torch.nn.Linear)]
     W, b, a = layers[0].weight.detach(), layers[0].bias.detach(), layers[1].weight.detach()[digit]
     norm = W.norm(dim=1)
     t = b / norm
@@ -59,9 +61,9 @@ def _relu_mlp_gaussian_fit(ckpt: dict, digit: int):
 
 
 def test_fig1_shows_the_configured_digit_at_each_checkpoint(res, tmp_path):
-    approx = sorted((res / "mnist/seed0/approx").glob("step*.pt"), key=lambda p: int(p.stem[4:]))[-3:]
+    approx = sorted((res / "mnist/mlp_relu/seed0/approx").glob("step*.pt"), key=lambda p: int(p.stem[4:]))[-3:]
     steps = [int(p.stem[4:]) for p in approx]
-    ckpt = [res / f"mnist/seed0/ckpt/step{s}.pt" for s in steps]
+    ckpt = [res / f"mnist/mlp_relu/seed0/ckpt/step{s}.pt" for s in steps]
     panels = mnist_features.features_figure(approx=[str(p) for p in approx], ckpt=[str(p) for p in ckpt],
                                             mixture=str(res / "mnist/mixture.pt"),
                                             metrics=str(res / "mnist/metrics.parquet"),
@@ -124,12 +126,12 @@ def test_fig4_shows_the_configured_digit_at_the_first_figure_step_for_every_basi
     from polyinterp.mnist.attack_bases import BASES, basis_approximants
     from polyinterp.mnist.attack_steps import figure_steps
     from polyinterp.mnist.data import load_mnist
-    from polyinterp.mnist.model import load_mlp
+    from polyinterp.mnist.model import load_network
     from polyinterp.mnist.preprocess import apply_preprocess
 
-    drawn = mnist_ablation.ablated_digits_figure(examples=str(res / "mnist/svd_ablation_examples.pt"),
+    drawn = mnist_ablation.ablated_digits_figure(examples=str(res / "mnist/mlp_relu/svd_ablation_examples.pt"),
                                                  out=_out(tmp_path, "fig4"), params={"digit": 7})
-    table = pd.read_parquet(res / "mnist/svd_ablation.parquet")
+    table = pd.read_parquet(res / "mnist/mlp_relu/svd_ablation.parquet")
     import yaml
 
     from workflow_helpers import REPO
@@ -140,9 +142,9 @@ def test_fig4_shows_the_configured_digit_at_the_first_figure_step_for_every_basi
     assert drawn["bases"] == list(BASES) and drawn["chosen_as"] == first.label
     # independent route: the MLP's prediction on the first test '7', projected by a direct SVD of each
     # basis's β (the mixture's from the approx file, the others fitted afresh here)
-    ckpt = torch.load(res / f"mnist/seed0/ckpt/step{drawn['step']}.pt", weights_only=False)
-    saved = torch.load(res / f"mnist/seed0/approx/step{drawn['step']}.pt", weights_only=False)
-    mlp = load_mlp(ckpt, "cpu").double()
+    ckpt = torch.load(res / f"mnist/mlp_relu/seed0/ckpt/step{drawn['step']}.pt", weights_only=False)
+    saved = torch.load(res / f"mnist/mlp_relu/seed0/approx/step{drawn['step']}.pt", weights_only=False)
+    mlp = load_network(ckpt, "cpu").double()
     mix = load_gaussian_mixture(torch.load(res / "mnist/mixture.pt", weights_only=False), torch.device("cpu"))
     lin = basis_approximants(MLP.from_module(mlp), mix, None, ["gaussian", "standard_normal"])
     betas = {"mixture": saved["linear"]["beta"].double(), **{b: a.beta for b, a in lin.items()}}
@@ -175,36 +177,36 @@ def test_fig5_lines_are_the_attack_table_at_the_figure_steps(res, tmp_path):
     from polyinterp.mnist.attack_steps import figure_steps
 
     params = {"figure_steps": ["accuracy_level", 16, "last"], "accuracy_level": 0.96}
-    lines = mnist_ablation.ablation_accuracy_figure(table=str(res / "mnist/svd_ablation.parquet"),
+    lines = mnist_ablation.ablation_accuracy_figure(table=str(res / "mnist/mlp_relu/svd_ablation.parquet"),
                                                     out=_out(tmp_path, "fig5"), params=params)
-    df = pd.read_parquet(res / "mnist/svd_ablation.parquet")
+    df = pd.read_parquet(res / "mnist/mlp_relu/svd_ablation.parquet")
     steps = [s.step for s in figure_steps(df, params["figure_steps"], params["accuracy_level"])]
     assert sorted({ln["step"] for ln in lines}) == sorted(steps) and 16 in steps
     svd = df[(df.directions == "svd") & df.step.isin(steps)]
     want = {(t, b, m) for t, b in set(zip(svd.step, svd.basis)) for m in ("mlp", "quadratic", basis_model_name(b))}
-    assert {(ln["step"], ln["basis"], ln["model"]) for ln in lines if ln["directions"] == "svd"} == want
-    _check_lines(lines, df, ("step", "basis", "model", "directions"))
+    assert {(ln["step"], ln["basis"], ln["predictor"]) for ln in lines if ln["directions"] == "svd"} == want
+    _check_lines(lines, df, ("step", "basis", "predictor", "directions"))
     assert {ln["step"] for ln in lines if ln["directions"] == "random"} == set(steps)
 
 
 def test_fig6_curves_are_the_attack_table_over_training(res, tmp_path):
-    curves = mnist_ablation.attack_strength_figure(table=str(res / "mnist/svd_ablation.parquet"), out=_out(tmp_path, "fig6"))
-    df = pd.read_parquet(res / "mnist/svd_ablation.parquet")
+    curves = mnist_ablation.attack_strength_figure(table=str(res / "mnist/mlp_relu/svd_ablation.parquet"), out=_out(tmp_path, "fig6"))
+    df = pd.read_parquet(res / "mnist/mlp_relu/svd_ablation.parquet")
     assert {c["k"] for c in curves} == {4, 10}
-    clean = df[(df.k == 0) & (df.model == "mlp") & (df.directions == "svd") & (df.basis == "mixture")]
+    clean = df[(df.k == 0) & (df.predictor == "mlp") & (df.directions == "svd") & (df.basis == "mixture")]
     clean = clean.groupby("step").accuracy.mean()
     for c in curves:
         at = df[(df.k == c["k"]) & (df.step > 0)]
-        if c["model"] == "random":
-            at = at[(at.directions == "random") & (at.model == "mlp") & (at.basis == at.basis.iloc[0])]
+        if c["predictor"] == "random":
+            at = at[(at.directions == "random") & (at.predictor == "mlp") & (at.basis == at.basis.iloc[0])]
         else:
-            at = at[(at.directions == "svd") & (at.model == c["model"]) & (at.basis == c["basis"])]
+            at = at[(at.directions == "svd") & (at.predictor == c["predictor"]) & (at.basis == c["basis"])]
         per_seed = at.groupby(["step", "seed"]).accuracy.mean().groupby("step")
         assert c["step"] == sorted(at.step.unique())
         np.testing.assert_allclose(c["accuracy"], per_seed.mean().to_numpy())
         np.testing.assert_allclose(c["min"], per_seed.min().to_numpy())
         np.testing.assert_allclose(c["clean_accuracy"], clean.loc[c["step"]].to_numpy())
-    assert {(c["basis"], c["model"]) for c in curves if c["k"] == 4} >= {
+    assert {(c["basis"], c["predictor"]) for c in curves if c["k"] == 4} >= {
         ("mixture", "mlp"), ("gaussian", "linear_gaussian"), ("standard_normal", "linear_standard_normal"), ("any", "random")}
 
 

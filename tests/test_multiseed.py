@@ -33,7 +33,8 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
     assert set(df["seed"]) == {0, 1}
     steps = {s: set(df.loc[df["seed"] == s, "step"]) for s in (0, 1)}
     assert steps[0] == steps[1] and len(steps[0]) >= 5
-    q = df[(df["approximant"] == "quadratic") & (df["metric"] == "fvu") & (df["distribution"] == "mixture")]
+    q = df[(df["approximant"] == "quadratic") & (df["metric"] == "fvu") & (df["distribution"] == "mixture")
+           & (df["fit"] == "mixture")]
     by_seed = q.pivot(index="step", columns="seed", values="value")
     assert (by_seed[0] != by_seed[1]).any()  # different networks, not a copy of seed 0
     # fig2 draws one line per approximant and distribution, each a mean with a band over both seeds

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyinterp.scorecard import attack_claims, COLUMNS, scorecard_table
+from polyinterp.scorecard import attack_claims, COLUMNS, scorecard_markdown, scorecard_table
 
 STEPS = [0, 16, 64, 256, 1024, 2048, 4096, 16384, 65536, 131072, 262144]
 
@@ -28,14 +28,14 @@ def _metrics(lin, quad, kl_lin, kl_quad, sgd=None, seeds=(0, 1)):
 
 
 def _ablation(mlp, linear, seeds=(0, 1)):
-    rows = [dict(seed=s, step=262144, k=k, directions="svd", draw=0, model=m, accuracy=acc[k])
+    rows = [dict(seed=s, step=262144, k=k, directions="svd", draw=0, predictor=m, accuracy=acc[k])
             for s in seeds for m, acc in (("mlp", mlp), ("linear", linear)) for k in range(11)]
     return pd.DataFrame(rows)
 
 
 def _attack(step_acc: dict, basis="standard_normal", seeds=(0, 1)):
     """An attack table with basis column: step → (MLP accuracies over k, basis-linear accuracies)."""
-    rows = [dict(seed=s, step=step, basis=basis, k=k, directions="svd", draw=0, model=m, accuracy=acc[k])
+    rows = [dict(seed=s, step=step, basis=basis, k=k, directions="svd", draw=0, predictor=m, accuracy=acc[k])
             for step, (mlp, lin) in step_acc.items() for s in seeds
             for m, acc in (("mlp", mlp), (f"linear_{basis}", lin)) for k in range(11)]
     return pd.DataFrame(rows)
@@ -127,3 +127,32 @@ def test_smoke_run_builds_the_scorecard(smoke_run):
     assert md.startswith("# Reproduction scorecard (") and sum(md.count(f"\n| {study} |") for study in ("mnist", "mnist+", "cubic", "cubic+")) == len(t)
     # the smoke config fits the PC quadratic and cubic, so the degree rows are there
     assert {"quadratic FVU rises after its best checkpoint", "cubic on 8 PCs vs the full quadratic at the last checkpoint"} <= set(t.claim)
+
+
+def test_each_model_is_scored_alone_and_the_gaussian_fits_are_compared_with_the_mixture_fits():
+    """Two models with different curves: every MNIST claim is read per model (model column), from that
+    model's rows only; the single-Gaussian rows divide the Gaussian fit's exact FVU by the mixture
+    fit's at the last step (planted ratios 2 and 3)."""
+    lin = [0.02, 0.025, 0.03, 0.06, 0.12, 0.15, 0.16, 0.165, 0.17, 0.17, 0.17]
+    quad = [0.01, 0.01, 0.01, 0.012, 0.02, 0.025, 0.03, 0.03, 0.03, 0.035, 0.04]
+    kl = [0.1 * (i + 1) for i in range(len(STEPS))]
+    frames = []
+    for model, scale in (("mlp_relu", 1.0), ("glu_gelu", 0.5)):
+        m = _metrics([v * scale for v in lin], [v * scale for v in quad], kl, kl).assign(model=model, fit="mixture")
+        exact = m[m.distribution == "mixture_exact"]
+        g = exact.assign(fit="gaussian", value=exact.value * np.where(exact.approximant == "linear", 2.0, 3.0))
+        frames += [m, g]
+    ablation = pd.concat([_ablation([0.9] + [0.1] * 10, [0.9] + [0.1] * 10).assign(model=mo)
+                          for mo in ("mlp_relu", "glu_gelu")], ignore_index=True)
+    t = scorecard_table(pd.concat(frames, ignore_index=True), ablation, _cubic(), accuracy_level=0.5)
+    assert set(t.model) == {"mlp_relu", "glu_gelu", "—"}
+    final = t[t.claim == "final linear FVU 0.15–0.18"].set_index("model")
+    assert final.loc["mlp_relu", "ours_mean"] == pytest.approx(0.17 * 1.005)
+    assert final.loc["glu_gelu", "ours_mean"] == pytest.approx(0.085 * 1.005)
+    assert final.loc["mlp_relu", "verdict"] == "reproduced" and final.loc["glu_gelu", "verdict"] == "differs"
+    fits = t[t.study == "fit"].set_index(["model", "claim"]).ours_mean
+    for model in ("mlp_relu", "glu_gelu"):
+        assert fits[model, "linear: FVU of the single-Gaussian fit / the mixture fit"] == pytest.approx(2.0)
+        assert fits[model, "quadratic: FVU of the single-Gaussian fit / the mixture fit"] == pytest.approx(3.0)
+    assert (t[t.study == "cubic"].model == "—").all()
+    assert "| glu_gelu |" in scorecard_markdown(t, "t")

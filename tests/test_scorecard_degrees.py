@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from polyinterp.scorecard import Claim
+from polyinterp.mnist.degree_summary import fvu_by_degree, fvu_by_degree_markdown
 from polyinterp.scorecard_degrees import degree_claims, rise_share
 
 STEPS = [0, 16, 32, 64, 128]
@@ -18,7 +19,9 @@ def _metrics(curves: dict[str, list[float]], seed: int = 0) -> pd.DataFrame:
             for name, vals in curves.items() for s, v in zip(STEPS, vals)]
     rows += [dict(seed=seed, step=s, approximant="mlp", distribution="test", metric="accuracy", value=0.9)
              for s in STEPS]
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    fit = ["none" if a == "mlp" else "gaussian" if a.startswith("gaussian_deg") else "mixture" for a in df.approximant]
+    return df.assign(model="mlp_relu", fit=fit)
 
 
 def _rows(metrics):
@@ -112,3 +115,18 @@ def test_fvu_by_degree_prefers_exact_values_and_orders_by_degree():
     md = fvu_by_degree_markdown(t, "T")
     assert "| step | linear | gaussian_deg3 (MC) | quadratic_pc4 | cubic_pc4 | quadratic |" in md
     assert "| 32 | 0.15 | 0.15 | 0.05 | 0.04 | 0.05 |" in md
+
+
+def test_fvu_by_degree_keeps_models_apart_and_leaves_out_the_single_gaussian_fits():
+    """Two models, and a Gaussian-fit quadratic row that duplicates gaussian_deg2: per model, the
+    mixture fits' means only (the Gaussian fits of linear/quadratic are the degree-1/2 forms again)."""
+    a = _metrics({"quadratic": [0.5, 0.1, 0.2, 0.3, 0.4], "gaussian_deg2": [0.6] * 5})
+    b = _metrics({"quadratic": [0.9, 0.8, 0.7, 0.6, 0.5], "gaussian_deg2": [0.95] * 5}).assign(model="glu_gelu")
+    dup = a[a.approximant == "quadratic"].assign(fit="gaussian", value=123.0)
+    table = fvu_by_degree(pd.concat([b, a, dup], ignore_index=True))
+    assert list(dict.fromkeys(table.model)) == ["glu_gelu", "mlp_relu"]  # first-appearance order
+    at = table.set_index(["model", "approximant", "step"]).fvu_mean
+    assert at["mlp_relu", "quadratic", 32] == 0.2 and at["glu_gelu", "quadratic", 32] == 0.7
+    assert (table.fvu_mean < 100).all()
+    md = fvu_by_degree_markdown(table, "t")
+    assert "## glu_gelu" in md and "## mlp_relu" in md

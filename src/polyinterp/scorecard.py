@@ -9,7 +9,11 @@ to compare it with; the study ``cubic+`` rows of :mod:`polyinterp.scorecard_cubi
 ``no`` (an open yes-or-no question, answered by the criterion in its row; the study ``mnist+`` rows of
 :mod:`polyinterp.scorecard_degrees`). Each claim's criterion is stated in its row.
 
-Table schema (``results/scorecard.parquet``): study, claim, reference, tolerance, criterion, where
+With several MNIST networks (``mnist.models``) every MNIST claim is read for each model; the
+``model`` column names it (``—`` for the cubic study). Rows ``fit`` compare the approximants fitted
+under the moment-matched single Gaussian with the mixture's (where ``mnist.approx.fits`` has both).
+
+Table schema (``results/scorecard.parquet``): study, model, claim, reference, tolerance, criterion, where
 (str); ours_mean, ours_sd, ours_min, ours_max (float64; sd NaN for one seed); n_seeds (int64);
 verdict (str).
 """
@@ -26,7 +30,7 @@ from polyinterp.io import atomic_path, load_parquet, save_parquet
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import accuracy_level_step
 
-COLUMNS = {"study": "string", "claim": "string", "reference": "string", "tolerance": "string",
+COLUMNS = {"study": "string", "model": "string", "claim": "string", "reference": "string", "tolerance": "string",
            "criterion": "string", "where": "string", "ours_mean": "float64", "ours_sd": "float64",
            "ours_min": "float64", "ours_max": "float64", "n_seeds": "int64", "verdict": "string"}
 
@@ -42,6 +46,7 @@ class Claim:
     values: list[float]  # one per seed (empty: not measurable in this run)
     ok: object  # callable(mean) -> bool; None when not comparable; "measured" for an open question;
     #             ("answer", callable(mean) -> bool) for an open yes-or-no question (verdict yes / no)
+    model: str = "—"  # the MNIST network the claim was read on (mnist.models)
 
     def row(self) -> dict:
         v = np.asarray([x for x in self.values if x is not None and math.isfinite(x)], dtype=float)
@@ -56,7 +61,7 @@ class Claim:
             verdict = "yes" if self.ok[1](stats["ours_mean"]) else "no"
         else:
             verdict = "reproduced" if self.ok(stats["ours_mean"]) else "differs"
-        return dict(study=self.study, claim=self.claim, reference=self.reference, tolerance=self.tolerance,
+        return dict(study=self.study, model=self.model, claim=self.claim, reference=self.reference, tolerance=self.tolerance,
                     criterion=self.criterion, where=self.where, **stats, n_seeds=int(len(v)), verdict=verdict)
 
 
@@ -111,7 +116,7 @@ def attack_claims(ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
     svd = ablation[(ablation.directions == "svd") & (ablation.step == chosen.step)]
     out = []
     for basis in present_bases(svd.basis):
-        at = svd[svd.basis == basis].pivot_table(index="k", columns=["model", "seed"], values="accuracy")
+        at = svd[svd.basis == basis].pivot_table(index="k", columns=["predictor", "seed"], values="accuracy")
         mlp, where = at["mlp"], f"step {chosen.step} ({chosen.label}), test images"
         tag = f"SVD attack, β under {basis.replace('_', ' ')}"
         out.append(Claim("mnist", f"{tag}: MLP accuracy < 0.5 at k = 4", "< 0.5", "—",
@@ -191,18 +196,56 @@ def cubic_claims(summary: pd.DataFrame) -> list[Claim]:
     ]
 
 
-def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
-                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None) -> pd.DataFrame:
-    """Every claim's row (schema: module docstring); the attack claims at the first checkpoint whose
-    clean test accuracy reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``); the
-    higher-degree rows of :func:`polyinterp.scorecard_degrees.degree_claims` (where the metrics have
-    the PC fits); then the rows of :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the
-    ``beyond`` tables."""
-    from polyinterp.scorecard_cubic_beyond import beyond_claims
+def fit_claims(metrics: pd.DataFrame) -> list[Claim]:
+    """What one Gaussian loses against the mixture: at the last checkpoint, the exact mixture FVU of the
+    linear and quadratic approximants fitted under the moment-matched Gaussian (fit ``gaussian``)
+    divided by that of the same approximant fitted under the mixture (≥ 1: the mixture fit is the
+    least-squares optimum under the mixture). No rows without Gaussian fits."""
+    exact = metrics[(metrics.distribution == "mixture_exact") & (metrics.metric == "fvu")]
+    if not (exact.fit == "gaussian").any():
+        return []
+    last = int(exact.step.max())
+    out = []
+    for name in ("linear", "quadratic"):
+        at = exact[(exact.step == last) & (exact.approximant == name)].pivot_table(index="seed", columns="fit",
+                                                                                     values="value")
+        if {"gaussian", "mixture"} <= set(at.columns):
+            out.append(Claim("fit", f"{name}: FVU of the single-Gaussian fit / the mixture fit", "open in the paper",
+                             "—", f"exact mixture FVU of the {name} fitted under the moment-matched Gaussian over"
+                             f" that of the {name} fitted under the mixture", f"step {last}, mixture_exact",
+                             (at["gaussian"] / at["mixture"]).tolist(), "measured"))
+    return out
+
+
+def model_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
+    """The MNIST claims of one network: the paper's (fits under the mixture), the higher degrees and the
+    single-Gaussian comparison."""
     from polyinterp.scorecard_degrees import degree_claims
 
-    claims = (mnist_claims(metrics, ablation, accuracy_level) + degree_claims(metrics) + cubic_claims(cubic)
-              + beyond_claims(**(beyond or {})))
+    mixture_fits = metrics[metrics.fit != "gaussian"] if "fit" in metrics else metrics
+    return (mnist_claims(mixture_fits, ablation, accuracy_level) + degree_claims(mixture_fits)
+            + (fit_claims(metrics) if "fit" in metrics else []))
+
+
+def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
+                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None) -> pd.DataFrame:
+    """Every claim's row (schema: module docstring): for each MNIST model (in table order) the claims
+    of :func:`model_claims` — the attack claims at the first checkpoint whose clean test accuracy
+    reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``), the higher-degree rows of
+    :func:`polyinterp.scorecard_degrees.degree_claims` (where the metrics have the PC fits), the
+    single-Gaussian rows of :func:`fit_claims` —; then the cubic study's and the rows of
+    :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the ``beyond`` tables."""
+    from polyinterp.scorecard_cubic_beyond import beyond_claims
+
+    claims = []
+    models = list(metrics.model.unique()) if "model" in metrics else [None]
+    for model in models:
+        m = metrics if model is None else metrics[metrics.model == model]
+        a = ablation if model is None or "model" not in ablation else ablation[ablation.model == model]
+        for c in model_claims(m, a, accuracy_level):
+            c.model = model or "—"
+            claims.append(c)
+    claims += cubic_claims(cubic) + beyond_claims(**(beyond or {}))
     rows = [c.row() for c in claims]
     return pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS)
 
@@ -214,16 +257,20 @@ def _fmt(v: float) -> str:
 
 
 def scorecard_markdown(table: pd.DataFrame, title: str) -> str:
+    """The table as Markdown; the model column only when the run has several MNIST models."""
+    several = table.model[table.model != "—"].nunique() > 1
+    head = "| study | " + ("model | " if several else "")
     lines = [f"# {title}", "",
-             "| study | claim | reference | tolerance | ours (mean ± sd [min, max], n seeds) | where | verdict |",
-             "|---|---|---|---|---|---|---|"]
+             head + "claim | reference | tolerance | ours (mean ± sd [min, max], n seeds) | where | verdict |",
+             "|---" * (7 + several) + "|"]
     for r in table.itertuples():
         sd = f" ± {_fmt(r.ours_sd)}" if math.isfinite(r.ours_sd) else ""
         rng = f" [{_fmt(r.ours_min)}, {_fmt(r.ours_max)}]" if r.n_seeds > 1 else ""
         ours = f"{_fmt(r.ours_mean)}{sd}{rng}, n = {r.n_seeds}" if r.n_seeds else "—"
-        lines.append(f"| {r.study} | {r.claim} | {r.reference} | {r.tolerance} | {ours} | {r.where} | **{r.verdict}** |")
+        model = f"{r.model} | " if several else ""
+        lines.append(f"| {r.study} | {model}{r.claim} | {r.reference} | {r.tolerance} | {ours} | {r.where} | **{r.verdict}** |")
     lines += ["", "Criteria:", ""]
-    lines += [f"- {r.claim}: {r.criterion}." for r in table.itertuples()]
+    lines += [f"- {r.claim}: {r.criterion}." for r in table.drop_duplicates("claim").itertuples()]
     return "\n".join(lines) + "\n"
 
 
@@ -236,11 +283,12 @@ def _read_tables(paths) -> pd.DataFrame | None:
     return pd.concat([load_parquet(p) for p in paths], ignore_index=True) if paths else None
 
 
-def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, markdown: str, params: dict,
+def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: str, markdown: str, params: dict,
                    joint_clamp: list[str] = (), layers: list[str] = (),
                    training: list[str] = (), capacity: list[str] = (),
                    grid: list[str] = (), thresholds: list[str] = ()) -> None:
-    """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables and the
+    """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables (one per
+    model, or one path) and the
     cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with the seeds
     and the last checkpoint the tables hold); the attack claims are read at the checkpoint chosen by
     ``params['accuracy_level']``. The optional tables of the cubic study beyond the blog
@@ -249,7 +297,7 @@ def scorecard_step(*, metrics: str, ablation: str, cubic: str, scorecard: str, m
     m = load_parquet(metrics)
     given = dict(joint_clamp=joint_clamp, layers=layers, training=training, capacity=capacity, grid=grid,
                  thresholds=thresholds)
-    table = scorecard_table(m, load_parquet(ablation), load_parquet(cubic),
+    table = scorecard_table(m, _read_tables(ablation), load_parquet(cubic),
                             accuracy_level=float(params["accuracy_level"]),
                             beyond={k: _read_tables(v) for k, v in given.items()})
     save_parquet(table, scorecard)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 # Longer than the smoke schedule (2^9 steps), so that "mid-training" is a window of seconds.
 LAST_POW = 10
 LAST_STEP = 2**LAST_POW
-CKPT_DIR = Path("results/mnist/seed0/ckpt")
+CKPT_DIR = Path("results/mnist/mlp_relu/seed0/ckpt")
 TARGET = str(CKPT_DIR / f"step{LAST_STEP}.pt")
 OUTPUT_NAME = re.compile(r"^step\d+\.pt$")
 

@@ -71,16 +71,16 @@ def _direct_rows(models, basis_betas, basis_models, x, y, k_max, draws, seed):
         gen = torch.Generator().manual_seed(seed)
         for k in range(k_max + 1):
             for name, acc in accuracies(everything, project_out(x, vh[:k]), y).items():
-                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, model=name, accuracy=acc))
+                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, predictor=name, accuracy=acc))
             for draw in range(draws):
                 dirs = random_orthonormal(x.shape[1], k, gen)
                 for name, acc in accuracies(everything, project_out(x, dirs), y).items():
-                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, model=name, accuracy=acc))
+                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, predictor=name, accuracy=acc))
     return rows
 
 
 def _key(r):
-    return (r["basis"], r["k"], r["directions"], r["draw"], r["model"])
+    return (r["basis"], r["k"], r["directions"], r["draw"], r["predictor"])
 
 
 def test_projected_evaluator_matches_projecting_first():
@@ -111,7 +111,7 @@ def test_attack_rows_equal_the_direct_route_for_every_basis():
     assert sorted(fast, key=_key) == sorted(direct, key=_key)
     assert len(fast) == 7 * (1 + 3) * (3 * 3 + 2 * 1)  # k × (svd + draws) × (3 models × 3 bases + 2 own)
     # random rows of the common models are the same draws under every basis
-    rnd = {(r["basis"], r["k"], r["draw"], r["model"]): r["accuracy"] for r in fast if r["directions"] == "random"}
+    rnd = {(r["basis"], r["k"], r["draw"], r["predictor"]): r["accuracy"] for r in fast if r["directions"] == "random"}
     assert all(rnd["gaussian", k, d, m] == rnd["mixture", k, d, m] for (b, k, d, m) in rnd if b == "mixture")
 
 
@@ -130,7 +130,7 @@ def test_ablation_rows_known_answer():
         models["mlp"][0].weight.copy_(torch.randn(16, o, generator=g, dtype=torch.float64) @ beta)
     y = models["quadratic"](x).argmax(1)
     rows = attack_rows(models, {"mixture": beta}, {}, x, y, k_max=o, draws=1, seed=0)
-    acc = {(r["k"], r["directions"], r["model"]): r["accuracy"] for r in rows}
+    acc = {(r["k"], r["directions"], r["predictor"]): r["accuracy"] for r in rows}
     assert acc[(0, "svd", "quadratic")] == 1.0
     constant = {"linear": models["linear"].alpha, "quadratic": models["linear"].alpha,
                 "mlp": models["mlp"](torch.zeros(1, d, dtype=torch.float64))[0]}
@@ -191,7 +191,7 @@ def test_unknown_or_repeated_basis_is_refused_by_name():
 
 
 def _clean_table(acc_by_step, seeds=(0, 1)):
-    return pd.DataFrame([dict(seed=s, step=st, basis=b, k=0, directions="svd", draw=0, model="mlp", accuracy=a + 0.01 * s)
+    return pd.DataFrame([dict(seed=s, step=st, basis=b, k=0, directions="svd", draw=0, predictor="mlp", accuracy=a + 0.01 * s)
                          for st, a in acc_by_step.items() for s in seeds for b in ("mixture", "standard_normal")])
 
 
@@ -217,19 +217,19 @@ def test_attack_summary_is_the_seed_mean_of_the_table():
                     for model in ("mlp", own, "quadratic", "quadratic_sgd"):
                         acc = clean if k == 0 else clean / (1 + k + seed + (basis == "mixture"))
                         rows.append(dict(seed=seed, step=step, basis=basis, k=k, directions="svd", draw=0,
-                                         model=model, accuracy=acc))
+                                         predictor=model, accuracy=acc))
                     for draw in (0, 1):
                         rows.append(dict(seed=seed, step=step, basis=basis, k=k, directions="random", draw=draw,
-                                         model="mlp", accuracy=clean - 0.01 * (k + draw)))
+                                         predictor="mlp", accuracy=clean - 0.01 * (k + draw)))
     df = pd.DataFrame(rows)
     out = attack_summary_table(df)
     assert sorted(out.k.unique()) == [4, 10]
     assert list(out.basis.drop_duplicates()) == ["mixture", "standard_normal", "any"]
-    assert "quadratic_sgd" not in set(out.model)
-    r = out[(out.k == 4) & (out.basis == "mixture") & (out.model == "mlp") & (out.step == 1024)].iloc[0]
+    assert "quadratic_sgd" not in set(out.predictor)
+    r = out[(out.k == 4) & (out.basis == "mixture") & (out.predictor == "mlp") & (out.step == 1024)].iloc[0]
     assert r["mean"] == pytest.approx(np.mean([0.97 / 6, 0.97 / 7])) and r["min"] == pytest.approx(0.97 / 7)
     assert r.clean_accuracy == pytest.approx(0.97) and r.n_seeds == 2
-    rnd = out[(out.k == 10) & (out.model == "random") & (out.step == 64)].iloc[0]
+    rnd = out[(out.k == 10) & (out.predictor == "random") & (out.step == 64)].iloc[0]
     assert rnd["mean"] == pytest.approx(0.9 - 0.01 * 10.5) and rnd.basis == "any"
     md = attack_summary_markdown(out, "t")
     assert "| 1024 | 0.970 |" in md and md.count("Top ") == 2
@@ -240,7 +240,7 @@ def test_an_attack_table_from_before_the_bases_is_refused_with_the_rule_to_rerun
     from polyinterp.io import save_parquet
     from polyinterp.mnist.attack_steps import check_figure_steps, load_attack_table
 
-    old = pd.DataFrame(dict(seed=[0], step=[16], k=[0], directions=["svd"], draw=[0], model=["mlp"], accuracy=[0.5]))
+    old = pd.DataFrame(dict(seed=[0], step=[16], k=[0], directions=["svd"], draw=[0], predictor=["mlp"], accuracy=[0.5]))
     save_parquet(old, tmp_path / "svd_ablation.parquet")
     with pytest.raises(DataError, match=r"svd_ablation.parquet has no 'basis'.*--forcerun mnist_svd_ablation"):
         load_attack_table(tmp_path / "svd_ablation.parquet")

@@ -20,7 +20,7 @@ from polyinterp.mnist.approximants import load_gaussian_mixture
 from polyinterp.mnist.degree_approximants import (approximant_names, fit_degree_approximants, reduced_degrees,
                                                   saved_state)
 from polyinterp.mnist.metrics import COLUMNS, fidelity_table
-from polyinterp.mnist.model import load_mlp, make_mlp
+from polyinterp.mnist.model import load_network, make_mlp
 
 POOL = 14  # 28×28 → 2×2: d = 4, small enough for brute-force checks
 D = (28 // POOL) ** 2
@@ -65,7 +65,7 @@ def test_quadratic_on_all_components_is_the_full_mixture_quadratic():
     fitted = fit_degree_approximants(ckpt, mixture, _params())
     assert list(fitted) == approximant_names([1, 2, 3], D)
     mix = load_gaussian_mixture(mixture, "cpu")
-    mlp = MLP.from_module(load_mlp(ckpt).to(torch.float64))
+    mlp = MLP.from_module(load_network(ckpt).to(torch.float64))
     full = quadratic_approximant(mlp, mix, method="exact", tol=1e-12, max_iter=5000)
     want = exact_fvu(mlp, {"quadratic": full}, mix)["quadratic"]
     assert fitted[f"quadratic_pc{D}"].fvu() == pytest.approx(want, rel=1e-8, abs=1e-12)
@@ -80,7 +80,7 @@ def test_gaussian_forms_are_fitted_under_the_moment_matched_gaussian():
     g1 = fit_degree_approximants(ckpt, mixture, _params(degrees=[1]))["gaussian_deg1"]
     mm = load_gaussian_mixture(mixture, "cpu").moment_matched()
     x = mm.sample(200_000, seed=3)
-    f = load_mlp(ckpt).to(torch.float64)(x).detach()
+    f = load_network(ckpt).to(torch.float64)(x).detach()
     X = torch.cat([torch.ones(len(x), 1, dtype=x.dtype), x], 1)
     coef = torch.linalg.lstsq(X, f).solution
     probe = mm.sample(1000, seed=4)
@@ -137,7 +137,7 @@ def test_metrics_rows_exact_and_monte_carlo_agree():
     ckpt, mixture, mnist = _problem(seed=3)
     params = _params(components=3, mixture_samples=200_000)
     fitted = fit_degree_approximants(ckpt, mixture, params)
-    model = load_mlp(ckpt).to(torch.float64)
+    model = load_network(ckpt).to(torch.float64)
     exact = {n: g.fvu() for n, g in fitted.items() if isinstance(g, ReducedPolynomialApproximant)}
     df = fidelity_table(ckpt, model, fitted, exact, mixture, mnist, params, with_mlp=False)
     assert list(df.columns) == list(COLUMNS) and "mlp" not in set(df.approximant)

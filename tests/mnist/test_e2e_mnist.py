@@ -25,7 +25,18 @@ def assert_schema(path, columns: dict) -> None:
 def test_metrics_table_schema_and_ranges(smoke_run):
     path = smoke_run / "results/mnist/metrics.parquet"
     assert_schema(path, METRIC_COLUMNS)
-    df = pd.read_parquet(path)
+    everything = pd.read_parquet(path)
+    assert set(everything.model) == {"mlp_relu"}
+    # fit column: the network's rows "none"; linear/quadratic fitted under the mixture and under its
+    # moment-matched Gaussian; the Gaussian degree-n forms "gaussian"; the other fits "mixture"
+    fits = set(zip(everything.approximant, everything.fit))
+    assert {("mlp", "none"), ("linear", "gaussian"), ("quadratic", "gaussian"), ("gaussian_deg2", "gaussian"),
+            ("linear", "mixture"), ("quadratic", "mixture"), ("quadratic_sgd", "mixture"), ("cubic_pc8", "mixture")} <= fits
+    gx = everything[everything.distribution == "mixture_exact"].pivot_table(
+        index=["step", "approximant"], columns="fit", values="value").dropna()
+    assert len(gx) == 2 * everything.step.nunique()  # linear and quadratic at every checkpoint
+    assert (gx["mixture"] <= gx["gaussian"] + 1e-12).all(), gx  # the mixture fit is optimal under the mixture
+    df = everything[(everything.fit != "gaussian") | everything.approximant.str.startswith("gaussian_deg")]
     degrees = {"gaussian_deg1", "gaussian_deg2", "gaussian_deg3", "gaussian_deg4", "quadratic_pc8", "cubic_pc8"}
     assert set(df.approximant) == {"mlp", "linear", "quadratic", "quadratic_sgd"} | degrees
     assert set(df.distribution) == {"mixture", "mixture_exact", "test"}
@@ -62,7 +73,7 @@ def test_metrics_table_schema_and_ranges(smoke_run):
 
 
 def test_svd_ablation_table(smoke_run):
-    path = smoke_run / "results/mnist/svd_ablation.parquet"
+    path = smoke_run / "results/mnist/mlp_relu/svd_ablation.parquet"
     assert_schema(path, ABLATION_COLUMNS)
     df = pd.read_parquet(path)
     assert df.accuracy.between(0, 1).all()
@@ -73,33 +84,35 @@ def test_svd_ablation_table(smoke_run):
     assert covered == {(int(t), b, d) for t in metrics.step.unique() for b in BASES for d in ("svd", "random")}
     # each basis's own linear approximant is attacked under it (the mixture's is "linear")
     for basis in BASES:
-        assert set(df[df.basis == basis].model) >= {"mlp", "linear", "quadratic", basis_model_name(basis)}
+        assert set(df[df.basis == basis].predictor) >= {"mlp", "linear", "quadratic", basis_model_name(basis)}
     labels = np.load(smoke_run / "results/data/mnist.npz")["test_labels"]
     last = df[df.step == df.step.max()]
     for basis in BASES:
         at = last[last.basis == basis]
-        svd = at[(at.directions == "svd") & (at.model == "mlp")].set_index("k").accuracy
-        rnd = at[(at.directions == "random") & (at.model == "mlp")].groupby("k").accuracy.mean()
+        svd = at[(at.directions == "svd") & (at.predictor == "mlp")].set_index("k").accuracy
+        rnd = at[(at.directions == "random") & (at.predictor == "mlp")].groupby("k").accuracy.mean()
         assert svd[10] < rnd[10], basis  # the top SVD directions hurt more than random ones
     for step in df.step.unique():
         at = df[(df.step == step) & (df.directions == "svd")]
         # k = 10 = o removes the whole row space of the mixture linear approximant's β: it is then the
         # constant α, so its accuracy is the test frequency of class argmax α (exact, whatever the training)
-        alpha = torch.load(smoke_run / f"results/mnist/seed0/approx/step{step}.pt", weights_only=False)["linear"]["alpha"]
-        lin10 = at[(at.basis == "mixture") & (at.model == "linear") & (at.k == 10)].accuracy.iloc[0]
+        alpha = torch.load(smoke_run / f"results/mnist/mlp_relu/seed0/approx/step{step}.pt", weights_only=False)["linear"]["alpha"]
+        lin10 = at[(at.basis == "mixture") & (at.predictor == "linear") & (at.k == 10)].accuracy.iloc[0]
         assert lin10 == pytest.approx(float(np.mean(labels == int(alpha.argmax()))), abs=1e-12)
         # k = 0 removes nothing: under every basis the fast route gives the metrics step's test accuracies
         # (float32 and float64 evaluations may split a tie on one or two of the 10 000 images)
         for model in ("mlp", "linear"):
             m = metrics[(metrics.step == step) & (metrics.approximant == model) & (metrics.distribution == "test")
+                        & (metrics.fit != "gaussian")
                         & (metrics.metric == "accuracy")].value.iloc[0]
             for basis in BASES:
-                k0 = at[(at.basis == basis) & (at.model == model) & (at.k == 0)].accuracy.iloc[0]
+                k0 = at[(at.basis == basis) & (at.predictor == model) & (at.k == 0)].accuracy.iloc[0]
                 assert k0 == pytest.approx(m, abs=2e-4)
 
 
 def test_every_mnist_figure_exists(smoke_run):
-    for n in range(1, 7):
+    names = ["fig1_mlp_relu", "fig2", "fig3", "fig4_mlp_relu", "fig5_mlp_relu", "fig6_mlp_relu", "fig_models"]
+    for n in names:
         for ext in ("pdf", "png"):
-            path = smoke_run / f"results/figures/fig{n}.{ext}"
+            path = smoke_run / f"results/figures/{n}.{ext}"
             assert path.stat().st_size > 5_000, path

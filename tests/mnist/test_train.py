@@ -81,13 +81,13 @@ def test_checkpoint_holds_eval_weights_and_metadata(tmp_path):
     path = tmp_path / "step100.pt"
     train_mlp(data, PARAMS, seed=0, ckpt_paths={100: path})
     ckpt = load_torch(path)
-    assert ckpt["arch"] == {"d": 49, "hidden": 16, "n_out": 10}
+    assert ckpt["arch"] == {"d": 49, "hidden": 16, "n_out": 10, "arch": "mlp", "activation": "relu"}
     assert {"step", "seed", "config_hash", "train_loss", "test_accuracy", "preprocess"} <= set(ckpt)
     # the saved weights reproduce the recorded accuracy (they are the eval-mode weights)
-    from polyinterp.mnist.model import accuracy, load_mlp
+    from polyinterp.mnist.model import accuracy, load_network
     from polyinterp.mnist.preprocess import apply_preprocess
 
-    model = load_mlp(ckpt)
+    model = load_network(ckpt)
     acc = accuracy(model, apply_preprocess(data.test_images, ckpt["preprocess"]), torch.as_tensor(data.test_labels))
     assert acc == ckpt["test_accuracy"]
 

@@ -9,11 +9,15 @@ from polyinterp.config import validate_config
 from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, selected_steps, sgd_checkpoints,
                                       sgd_settings, train_params)
 from polyinterp.mnist.attack_steps import check_figure_steps
+from polyinterp.mnist.model_specs import resolve_models
 from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 
 validate_config(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 
 SEEDS = [int(s) for s in config["seeds"]]
+# The MNIST networks (mnist.models), trained and analysed side by side: the {model} wildcard.
+MODELS = {m.name: m for m in resolve_models(config["mnist"])}
+MODEL_NAMES = list(MODELS)
 MNIST_STEPS = checkpoint_steps(**config["mnist"]["train"]["checkpoints"])
 ALL_TARGETS = []  # each rules file appends its final outputs; `rule all` builds them
 
@@ -36,24 +40,30 @@ CONDA_ENV = "../../envs/polyinterp.yaml"
 wildcard_constraints:
     seed=r"\d+",
     step=r"\d+",
+    model="|".join(MODEL_NAMES),
 
 
-def mnist_ckpt(seed="{seed}", step="{step}"):
-    return f"results/mnist/seed{seed}/ckpt/step{step}.pt"
+def mnist_dir(model="{model}", seed="{seed}"):
+    """The per-(model, seed) folder of the MNIST study."""
+    return f"results/mnist/{model}/seed{seed}"
 
 
-def mnist_approx(seed="{seed}", step="{step}"):
-    return f"results/mnist/seed{seed}/approx/step{step}.pt"
+def mnist_ckpt(model="{model}", seed="{seed}", step="{step}"):
+    return f"{mnist_dir(model, seed)}/ckpt/step{step}.pt"
+
+
+def mnist_approx(model="{model}", seed="{seed}", step="{step}"):
+    return f"{mnist_dir(model, seed)}/approx/step{step}.pt"
 
 
 def previous_approx(wildcards):
-    """Warm start from the same seed's previous checkpoint, declared as an input so that results
-    never depend on job order (off with mnist.approx.warm_start: false)."""
+    """Warm start from the same model and seed's previous checkpoint, declared as an input so that
+    results never depend on job order (off with mnist.approx.warm_start: false)."""
     step = int(wildcards.step)
     i = MNIST_STEPS.index(step)
     if not config["mnist"]["approx"]["warm_start"] or i == 0:
         return []
-    return [mnist_approx(wildcards.seed, MNIST_STEPS[i - 1])]
+    return [mnist_approx(wildcards.model, wildcards.seed, MNIST_STEPS[i - 1])]
 
 
 SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNIST_STEPS)
@@ -66,8 +76,8 @@ DEGREE_STEPS = (
 )
 
 
-def mnist_degree_approx(seed="{seed}", step="{step}"):
-    return f"results/mnist/seed{seed}/degrees/step{step}.pt"
+def mnist_degree_approx(model="{model}", seed="{seed}", step="{step}"):
+    return f"{mnist_dir(model, seed)}/degrees/step{step}.pt"
 
 
 def previous_degree_approx(wildcards):
@@ -75,7 +85,7 @@ def previous_degree_approx(wildcards):
     i = DEGREE_STEPS.index(int(wildcards.step))
     if not config["mnist"]["approx"]["warm_start"] or i == 0:
         return []
-    return [mnist_degree_approx(wildcards.seed, DEGREE_STEPS[i - 1])]
+    return [mnist_degree_approx(wildcards.model, wildcards.seed, DEGREE_STEPS[i - 1])]
 
 
 ABLATION_STEPS = (
@@ -90,10 +100,16 @@ def figure_files(name):
     return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]
 
 
-def report_figure(name, category):
-    """The figure's PDF, and its PNG marked for `snakemake --report` with a caption."""
+def report_figure(name, category, caption=None):
+    """The figure's PDF, and its PNG marked for `snakemake --report` with a caption
+    (``report/<caption or name>.rst``; a per-model figure passes its figure's caption)."""
     pdf, png = figure_files(name)
-    return [pdf, report(png, caption=f"../report/{name}.rst", category=category)]
+    return [pdf, report(png, caption=f"../report/{caption or name}.rst", category=category)]
+
+
+def model_figure_files(name, models=None):
+    """The files of a per-model figure (``results/figures/<name>_<model>.{pdf,png}``) of every model."""
+    return [f for m in (models or MODEL_NAMES) for f in figure_files(f"{name}_{m}")]
 
 
 FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])

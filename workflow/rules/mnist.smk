@@ -81,7 +81,8 @@ rule mnist_train:
         step=step_params(
             "mnist_train",
             lambda wc: {
-                **train_params(config["mnist"]["train"]),
+                **train_params(MODELS[wc.model].train),
+                **MODELS[wc.model].arch_params(),
                 "preprocess": config["mnist"]["preprocess"],
                 "seed": int(wc.seed),
                 "steps": MNIST_STEPS,
@@ -90,9 +91,9 @@ rule mnist_train:
         ),
         files=step_files,
     log:
-        log_path("mnist/train_seed{seed}"),
+        log_path("mnist/{model}/train_seed{seed}"),
     benchmark:
-        bench_path("mnist/train_seed{seed}")
+        bench_path("mnist/{model}/train_seed{seed}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -116,16 +117,16 @@ rule mnist_approximants:
         step=step_params(
             "mnist_approximants",
             lambda wc: {
-                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype")},
+                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "fits")},
                 "sgd": sgd_settings(config["mnist"]["approx"]["sgd"], int(wc.step), SGD_STEPS),
                 "device": DEVICE,
             }
         ),
         files=step_files,
     log:
-        log_path("mnist/approx_seed{seed}_step{step}"),
+        log_path("mnist/{model}/approx_seed{seed}_step{step}"),
     benchmark:
-        bench_path("mnist/approx_seed{seed}_step{step}")
+        bench_path("mnist/{model}/approx_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=6000,
@@ -145,7 +146,7 @@ rule mnist_degree_approximants:
         warm=previous_degree_approx,
     output:
         approx=mnist_degree_approx(),
-        metrics="results/mnist/seed{seed}/degrees/metrics_step{step}.parquet",
+        metrics=mnist_dir() + "/degrees/metrics_step{step}.parquet",
     params:
         step=step_params(
             "mnist_degree_approximants",
@@ -158,9 +159,9 @@ rule mnist_degree_approximants:
         ),
         files=step_files,
     log:
-        log_path("mnist/degrees_seed{seed}_step{step}"),
+        log_path("mnist/{model}/degrees_seed{seed}_step{step}"),
     benchmark:
-        bench_path("mnist/degrees_seed{seed}_step{step}")
+        bench_path("mnist/{model}/degrees_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -179,14 +180,14 @@ rule mnist_metrics:
         mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        metrics="results/mnist/seed{seed}/metrics/step{step}.parquet",
+        metrics=mnist_dir() + "/metrics/step{step}.parquet",
     params:
         step=step_params("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
         files=step_files,
     log:
-        log_path("mnist/metrics_seed{seed}_step{step}"),
+        log_path("mnist/{model}/metrics_seed{seed}_step{step}"),
     benchmark:
-        bench_path("mnist/metrics_seed{seed}_step{step}")
+        bench_path("mnist/{model}/metrics_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -200,8 +201,8 @@ rule mnist_metrics:
 
 rule mnist_metrics_all:
     input:
-        parts=expand(rules.mnist_metrics.output.metrics, seed=SEEDS, step=MNIST_STEPS)
-        + expand(rules.mnist_degree_approximants.output.metrics, seed=SEEDS, step=DEGREE_STEPS),
+        parts=expand(rules.mnist_metrics.output.metrics, model=MODEL_NAMES, seed=SEEDS, step=MNIST_STEPS)
+        + expand(rules.mnist_degree_approximants.output.metrics, model=MODEL_NAMES, seed=SEEDS, step=DEGREE_STEPS),
     output:
         metrics="results/mnist/metrics.parquet",
     params:
@@ -253,7 +254,7 @@ rule mnist_svd_ablation:
         mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        table="results/mnist/seed{seed}/ablation/step{step}.parquet",
+        table=mnist_dir() + "/ablation/step{step}.parquet",
     params:
         step=step_params(
             "mnist_svd_ablation",
@@ -264,9 +265,9 @@ rule mnist_svd_ablation:
         ),
         files=step_files,
     log:
-        log_path("mnist/svd_ablation_seed{seed}_step{step}"),
+        log_path("mnist/{model}/svd_ablation_seed{seed}_step{step}"),
     benchmark:
-        bench_path("mnist/svd_ablation_seed{seed}_step{step}")
+        bench_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -279,14 +280,14 @@ rule mnist_svd_ablation:
 
 rule mnist_svd_ablation_all:
     input:
-        parts=expand(rules.mnist_svd_ablation.output.table, seed=SEEDS, step=ABLATION_STEPS),
-        ckpt=[mnist_ckpt(SEEDS[0], t) for t in ABLATION_STEPS],
-        approx=[mnist_approx(SEEDS[0], t) for t in ABLATION_STEPS],
+        parts=expand(rules.mnist_svd_ablation.output.table, seed=SEEDS, step=ABLATION_STEPS, allow_missing=True),
+        ckpt=[mnist_ckpt(seed=SEEDS[0], step=t) for t in ABLATION_STEPS],
+        approx=[mnist_approx(seed=SEEDS[0], step=t) for t in ABLATION_STEPS],
         mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        table="results/mnist/svd_ablation.parquet",
-        examples="results/mnist/svd_ablation_examples.pt",
+        table="results/mnist/{model}/svd_ablation.parquet",
+        examples="results/mnist/{model}/svd_ablation_examples.pt",
     params:
         step=step_params(
             "mnist_svd_ablation_all",
@@ -297,9 +298,9 @@ rule mnist_svd_ablation_all:
         ),
         files=step_files,
     log:
-        log_path("mnist/svd_ablation_all"),
+        log_path("mnist/{model}/svd_ablation_all"),
     benchmark:
-        bench_path("mnist/svd_ablation_all")
+        bench_path("mnist/{model}/svd_ablation_all")
     threads: 2
     resources:
         mem_mb=4000,
@@ -312,7 +313,7 @@ rule mnist_svd_ablation_all:
 
 rule mnist_attack_summary:
     input:
-        table=rules.mnist_svd_ablation_all.output.table,
+        tables=expand(rules.mnist_svd_ablation_all.output.table, model=MODEL_NAMES),
     output:
         summary="results/mnist/attack_strength.parquet",
         markdown="results/mnist/attack_strength.md",

@@ -3,7 +3,7 @@
 rule scorecard:
     input:
         metrics=rules.mnist_metrics_all.output.metrics,
-        ablation=rules.mnist_svd_ablation_all.output.table,
+        ablation=expand(rules.mnist_svd_ablation_all.output.table, model=MODEL_NAMES),
         cubic=rules.cubic_summary.output.summary,
         # the cubic study beyond the blog (rows "cubic+"); capacity and grid where enabled
         joint_clamp=expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),

@@ -67,7 +67,7 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     fig.suptitle(
         f"per basis: a test '{digit}' with the top-k SVD directions of that basis's linear approximant removed,"
         f" then one test image per digit at k={k_max} (label → MLP prediction);"
-        f" seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
+        f" {ex.get('model', 'mlp_relu')}, seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
         fontsize=8,
     )
     save_figure(fig, *out)
@@ -84,7 +84,7 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
     ``accuracy_level``): test accuracy against k under each basis (line style) for the MLP, the
     basis's own linear approximant and the mixture's exact quadratic (mean and min–max band over
     seeds), and the MLP under random directions (mean, band over seeds and draws).
-    Returns the lines drawn: step, chosen_as, basis, model, directions, k, accuracy, min, max."""
+    Returns the lines drawn: step, chosen_as, basis, predictor, directions, k, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
     df = load_attack_table(table)
@@ -97,20 +97,20 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
             svd = at[(at.basis == basis) & (at.directions == "svd")]
             for model, color in (("mlp", COLORS["mlp"]), (basis_model_name(basis), BASIS_COLORS[basis]),
                                  ("quadratic", COLORS["quadratic"])):
-                stats = svd[svd.model == model].groupby("k")["accuracy"].agg(["mean", "min", "max"])
+                stats = svd[svd.predictor == model].groupby("k")["accuracy"].agg(["mean", "min", "max"])
                 if not len(stats):
                     continue
                 label = f"{LABELS.get(model, model.replace('_', ' '))}, {basis}"
                 _band(ax, stats.index, stats, color, BASIS_STYLES[basis], label, marker="o" if model == "mlp" else None)
-                lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": basis, "model": model,
+                lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": basis, "predictor": model,
                               "directions": "svd", "k": stats.index.tolist(), "accuracy": stats["mean"].tolist(),
                               "min": stats["min"].tolist(), "max": stats["max"].tolist()})
         first = present_bases(at.basis)[0]
-        rnd = at[(at.basis == first) & (at.directions == "random") & (at.model == "mlp")]
+        rnd = at[(at.basis == first) & (at.directions == "random") & (at.predictor == "mlp")]
         if len(rnd):
             stats = rnd.groupby("k")["accuracy"].agg(["mean", "min", "max"])
             _band(ax, stats.index, stats, COLORS["random"], "-", "MLP, random directions", marker="s")
-            lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": "any", "model": "mlp",
+            lines.append({"step": chosen.step, "chosen_as": chosen.label, "basis": "any", "predictor": "mlp",
                           "directions": "random", "k": stats.index.tolist(), "accuracy": stats["mean"].tolist(),
                           "min": stats["min"].tolist(), "max": stats["max"].tolist()})
         ax.axhline(0.1, color="k", lw=0.5, ls=":")
@@ -119,7 +119,7 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("test accuracy")
     axes[0, -1].legend(fontsize=6, loc="upper right")
-    fig.suptitle(f"SVD ablation attack: solid / dashed / dotted = β under the class mixture / its Gaussian / N(0, I)"
+    fig.suptitle(f"{_model_name(df)}: SVD ablation attack: solid / dashed / dotted = β under the class mixture / its Gaussian / N(0, I)"
                  f" (mean, min–max over {df.seed.nunique()} seed(s)); quadratic: the mixture's exact fit", fontsize=9)
     save_figure(fig, *out)
     return lines
@@ -129,7 +129,7 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
     """fig6: MLP test accuracy with the top k = 4 and k = k_max (≤ 10) SVD directions removed, against
     training step (log2 axis, steps > 0) and against the clean test accuracy, one colour per basis:
     MLP solid, the basis's linear approximant dashed, the mixture's exact quadratic dotted, random
-    directions grey (mean and min–max band over seeds). Returns the curves drawn: k, basis, model,
+    directions grey (mean and min–max band over seeds). Returns the curves drawn: k, basis, predictor,
     step, clean_accuracy, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
@@ -140,7 +140,7 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
     for row, k in enumerate(ks):
         stats = attack_strength(df, k)
         stats = stats[stats.step > 0]
-        for (basis, model), c in stats.groupby(["basis", "model"], sort=False):
+        for (basis, model), c in stats.groupby(["basis", "predictor"], sort=False):
             if basis == "any":
                 color, style, label = COLORS["random"], "-", "MLP, random directions"
             else:
@@ -152,7 +152,7 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
                                              (by_acc.clean_accuracy.to_numpy(), by_acc))):
                 _band(axes[row, col], x, data, color, style, label if col == 0 else None,
                       marker="o" if model == "mlp" else None)
-            curves.append({"k": k, "basis": basis, "model": model, "step": c.step.tolist(),
+            curves.append({"k": k, "basis": basis, "predictor": model, "step": c.step.tolist(),
                            "clean_accuracy": c.clean_accuracy.tolist(), "accuracy": c["mean"].tolist(),
                            "min": c["min"].tolist(), "max": c["max"].tolist()})
         for col in range(2):
@@ -165,7 +165,12 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
         axes[row, 1].set_xlabel("clean test accuracy of the checkpoint")
     axes[0, 0].legend(fontsize=6)
     fig.subplots_adjust(hspace=0.35)
-    fig.suptitle(f"Attack strength over training (mean, min–max over {df.seed.nunique()} seed(s));"
+    fig.suptitle(f"{_model_name(df)}: attack strength over training (mean, min–max over {df.seed.nunique()} seed(s));"
                  " colour: the distribution β is fitted under", fontsize=9)
     save_figure(fig, *out)
     return curves
+
+
+def _model_name(table) -> str:
+    """The network an attack table is of (its model column; tables from before models: the ReLU MLP)."""
+    return ", ".join(dict.fromkeys(table.model)) if "model" in table.columns else "mlp_relu"

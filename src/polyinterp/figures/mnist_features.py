@@ -9,11 +9,11 @@ import math
 import pandas as pd
 import torch
 
-from polyinterp.approx import MLP, feature_summary, psd_sqrt, quadratic_gaussian, top_eigenpair
+from polyinterp.approx import feature_summary, psd_sqrt, quadratic_gaussian, top_eigenpair
 from polyinterp.errors import DataError
 from polyinterp.io import load_parquet, load_torch, save_figure
 from polyinterp.mnist.approximants import load_gaussian_mixture
-from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.model import load_network, polynomial_network
 
 # (row key in the returned data, row label on the left of the figure), top to bottom
 ROWS = (
@@ -47,7 +47,8 @@ def features_figure(*, approx: list[str], ckpt: list[str], mixture: str, metrics
 def _fvu_table(metrics_path) -> pd.DataFrame:
     metrics = load_parquet(metrics_path)
     exact = (metrics.distribution == "mixture_exact").any()
-    return metrics[(metrics.metric == "fvu") & (metrics.distribution == ("mixture_exact" if exact else "mixture"))]
+    return metrics[(metrics.metric == "fvu") & (metrics.distribution == ("mixture_exact" if exact else "mixture"))
+                   & (metrics.fit == "mixture")]
 
 
 def _column(saved: dict, ck: dict, digit: int, cov: torch.Tensor, cov_sqrt: torch.Tensor, fvu: pd.Series,
@@ -59,7 +60,7 @@ def _column(saved: dict, ck: dict, digit: int, cov: torch.Tensor, cov_sqrt: torc
                         f"step {step}: pass the checkpoints of the approx files, in the same order")
     s = feature_summary(saved["quadratic"]["gamma"][digit], saved["linear"]["beta"][digit], cov, cov_sqrt=cov_sqrt)
     w = s.whitened
-    mlp = MLP.from_module(load_mlp(ck, "cpu").to(torch.float64))
+    mlp = polynomial_network(load_network(ck, "cpu"))
     d = cov.shape[0]
     std = quadratic_gaussian(mlp, torch.zeros(d, dtype=torch.float64), torch.eye(d, dtype=torch.float64))
     g_beta, g_gamma = std.beta[digit], std.gamma[digit]
@@ -91,14 +92,15 @@ def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: i
     side = int(math.isqrt(cov.shape[0]))
     ncol = len(approx_paths)
     fig, axes = plt.subplots(len(ROWS), ncol, figsize=(0.9 + 1.6 * ncol, 1.75 * len(ROWS)), squeeze=False)
-    drawn, seed = [], None
+    drawn, seed, model = [], None, None
     for col, (apath, cpath) in enumerate(zip(approx_paths, ckpt_paths)):
         saved, ck = load_torch(apath), load_torch(cpath)
         if saved.get("preprocess") != mix_saved.get("preprocess"):
             raise DataError(f"{apath} was fitted in preprocessing {saved.get('preprocess')} but {mixture_path} is in "
                             f"{mix_saved.get('preprocess')}: rebuild both from one config")
-        seed = int(saved["seed"])
-        at = fvu[(fvu.seed == seed) & (fvu.step == int(saved["step"]))].set_index("approximant")["value"]
+        seed, model = int(saved["seed"]), saved.get("model", "mlp_relu")
+        at = fvu[(fvu.model == model) & (fvu.seed == seed)
+                 & (fvu.step == int(saved["step"]))].set_index("approximant")["value"]
         for row, (data, img, title) in enumerate(_column(saved, ck, digit, cov, cov_sqrt, at, apath, cpath)):
             drawn.append(data)
             ax = axes[row, col]
@@ -110,7 +112,7 @@ def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: i
             ax.set_title(title, fontsize=6.5)
     for row, (_, label) in enumerate(ROWS):
         axes[row, 0].set_ylabel(label, fontsize=7)
-    fig.suptitle(f"digit {digit} over training (seed {seed}): filters beside patterns under the data "
+    fig.suptitle(f"{model}: digit {digit} over training (seed {seed}): filters beside patterns under the data "
                  f"(mixture fit: Σ = total covariance; share = fraction of the quadratic term's variance)", fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     save_figure(fig, *out_paths)

@@ -9,6 +9,7 @@ STEPS = {
     "fig4_ablated_digits": "polyinterp.figures.mnist_ablation:ablated_digits_figure",
     "fig5_ablation_accuracy": "polyinterp.figures.mnist_ablation:ablation_accuracy_figure",
     "fig6_attack_strength": "polyinterp.figures.mnist_ablation:attack_strength_figure",
+    "fig_models_fvu": "polyinterp.figures.mnist_models:models_figure",
     "cubic_fig_fit": "polyinterp.figures.cubic_fit:fit_figure",
     "cubic_fig_landmarks": "polyinterp.figures.cubic_landmarks:landmarks_figure",
     "cubic_fig_bands": "polyinterp.figures.cubic_bands:bands_figure",

@@ -10,9 +10,9 @@ Every model is evaluated on x' = x − (xV)Vᵀ through quantities computed once
 O(n·o·d²) quadratic evaluation; ``project_out`` + ``accuracies`` is the direct route the tests compare with.
 
 Table schema (see README "Tables"):
-    seed int64, step int64, basis str {mixture, gaussian, standard_normal}, k int64,
+    model str (the network's name, mnist.models), seed int64, step int64, basis str {mixture, gaussian, standard_normal}, k int64,
     directions str {svd, random}, draw int64 (0 for svd),
-    model str {mlp, linear, quadratic, quadratic_sgd, linear_gaussian, linear_standard_normal},
+    predictor str {mlp (the network itself), linear, quadratic, quadratic_sgd, linear_gaussian, linear_standard_normal},
     accuracy float64
 ``linear`` / ``quadratic`` / ``quadratic_sgd`` are the approximants fitted under the class mixture
 (rule ``mnist_approximants``) and appear under every basis; ``linear_<basis>`` is the linear
@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from polyinterp.approx import MLP, Approximant
+from polyinterp.approx import Approximant
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_parquet, save_torch
@@ -36,11 +36,11 @@ from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixtu
 from polyinterp.mnist.attack_bases import basis_approximants, basis_model_name, check_bases
 from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.model import GLUNet, load_network, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
 
-COLUMNS = {"seed": "int64", "step": "int64", "basis": "string", "k": "int64", "directions": "string",
-           "draw": "int64", "model": "string", "accuracy": "float64"}
+COLUMNS = {"model": "string", "seed": "int64", "step": "int64", "basis": "string", "k": "int64", "directions": "string",
+           "draw": "int64", "predictor": "string", "accuracy": "float64"}
 
 
 def top_right_singular_vectors(beta: torch.Tensor) -> torch.Tensor:
@@ -80,12 +80,15 @@ def projected_evaluator(model, x: torch.Tensor) -> Callable[[torch.Tensor], torc
     - Approximant: β·x' = β·x − (βV)·c and x'ᵀΓx' = xᵀΓx − 2 cᵀVᵀΓₛx + cᵀ(VᵀΓₛV)c (Γₛ = (Γ + Γᵀ)/2),
       so g(x) is computed once and each call costs O(n·d·o·k + o·d²·k);
     - ``nn.Sequential`` starting with ``nn.Linear`` (the MLP): W₁x' + b = (W₁x + b) − c(W₁V)ᵀ;
+    - :class:`~polyinterp.mnist.model.GLUNet`: the same for its gate and value layers;
     - anything else: projected and evaluated directly.
     """
     if isinstance(model, Approximant):
         return _approximant_evaluator(model, x)
     if isinstance(model, nn.Sequential) and len(model) and isinstance(model[0], nn.Linear):
         return _sequential_evaluator(model, x)
+    if isinstance(model, GLUNet):
+        return _glu_evaluator(model, x)
     return lambda dirs: model(project_out(x, dirs))
 
 
@@ -124,6 +127,20 @@ def _sequential_evaluator(model: nn.Sequential, x: torch.Tensor):
     return evaluate
 
 
+def _glu_evaluator(model: GLUNet, x: torch.Tensor):
+    g0, v0 = model.gate(x), model.value(x)
+
+    @torch.no_grad()
+    def evaluate(dirs: torch.Tensor) -> torch.Tensor:
+        if len(dirs) == 0:
+            return model.out(model.act(g0) * v0)
+        V = dirs.T.to(x.dtype)
+        c = x @ V
+        return model.out(model.act(g0 - c @ (model.gate.weight @ V).T) * (v0 - c @ (model.value.weight @ V).T))
+
+    return evaluate
+
+
 @torch.no_grad()
 def attack_rows(models: dict, basis_betas: dict, basis_models: dict, x, y, k_max: int, draws: int,
                 seed: int) -> list[dict]:
@@ -145,14 +162,14 @@ def attack_rows(models: dict, basis_betas: dict, basis_models: dict, x, y, k_max
         extra = {name: projected_evaluator(m, x) for name, m in basis_models.get(basis, {}).items()}
         for k in range(k_max + 1):
             for name, evaluate in {**common, **extra}.items():
-                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, model=name,
+                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, predictor=name,
                                  accuracy=_accuracy(evaluate(vh[:k]), y)))
             for draw, dirs in enumerate(random_sets[k]):
                 for name in common:
-                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, model=name,
+                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, predictor=name,
                                      accuracy=common_random[k, draw, name]))
                 for name, evaluate in extra.items():
-                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, model=name,
+                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, predictor=name,
                                      accuracy=_accuracy(evaluate(dirs), y)))
     return rows
 
@@ -162,8 +179,8 @@ def _attack_setup(ckpt_path: str, approx_path: str, mixture: dict, mnist, bases:
     state = load_torch(ckpt_path)
     x = apply_preprocess(mnist.test_images, state["preprocess"], dtype=torch.float64).to(device)
     fitted = load_approximants(approx_path, device)
-    mlp = load_mlp(state, device).to(torch.float64)
-    linears = basis_approximants(MLP.from_module(mlp), load_gaussian_mixture(mixture, device),
+    mlp = load_network(state, device).to(torch.float64)
+    linears = basis_approximants(polynomial_network(mlp), load_gaussian_mixture(mixture, device),
                                  fitted["linear"], bases)
     return state, x, {"mlp": mlp, **fitted}, linears
 
@@ -181,14 +198,15 @@ def ablation_step(*, ckpt: str, approx: str, mixture: str, data: str, table: str
     own = {b: {basis_model_name(b): lin} for b, lin in linears.items() if b != "mixture"}
     df = pd.DataFrame(attack_rows(models, betas, own, x, y, params["k_max"], params["random_draws"],
                                   seed=int(state["seed"]) * 1_000_003 + int(state["step"])))
-    df.insert(0, "seed", int(state["seed"]))
-    df.insert(1, "step", int(state["step"]))
+    df.insert(0, "model", state.get("model", "mlp_relu"))
+    df.insert(1, "seed", int(state["seed"]))
+    df.insert(2, "step", int(state["step"]))
     save_parquet(df[list(COLUMNS)].astype(COLUMNS), table)
 
 
 def ablation_all_step(*, parts: list[str], ckpt: list[str], approx: list[str], mixture: str, data: str,
                       table: str, examples: str, params: dict) -> None:
-    """Rule ``mnist_svd_ablation_all``: the per-checkpoint ``parts`` into one ``table``, and the fig4
+    """Rule ``mnist_svd_ablation_all`` for one model: its per-checkpoint ``parts`` into one ``table``, and the fig4
     ``examples`` at the first of the figure steps (``params['figure_steps']``, resolved against the
     table's clean accuracies and ``accuracy_level``) of the seed whose checkpoints ``ckpt`` /
     ``approx`` are (in pairs, one per attacked step)."""
@@ -196,7 +214,7 @@ def ablation_all_step(*, parts: list[str], ckpt: list[str], approx: list[str], m
         raise ConfigError(f"mnist_svd_ablation_all needs one approx file per checkpoint, got {len(ckpt)} and {len(approx)}")
     frames = [load_attack_table(p) for p in parts]
     df = pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS)
-    df = df.sort_values(["seed", "step", "basis", "k", "directions", "draw", "model"], kind="stable")
+    df = df.sort_values(["model", "seed", "step", "basis", "k", "directions", "draw", "predictor"], kind="stable")
     steps = figure_steps(df, params["figure_steps"], params["accuracy_level"])
     want = steps[0].step
     found = [(c, a) for c, a in zip(ckpt, approx) if int(load_torch(c)["step"]) == want]
@@ -228,6 +246,7 @@ def ablation_examples(model, x, y, basis_betas: dict, k_max, ckpt) -> dict:
         ablated.append(a)
         preds.append(model(a.reshape(-1, x.shape[1])).argmax(1).reshape(10, k_max + 1))
     return {
+        "model": ckpt.get("model", "mlp_relu"),
         "seed": int(ckpt["seed"]), "step": int(ckpt["step"]), "preprocess": ckpt["preprocess"],
         "test_accuracy": float(ckpt["test_accuracy"]), "bases": list(basis_betas),
         "k": torch.arange(k_max + 1), "labels": torch.arange(10),

@@ -1,4 +1,10 @@
-"""Per-checkpoint linear and quadratic approximants of the MNIST MLP under the class mixture."""
+"""Per-checkpoint linear and quadratic approximants of an MNIST network (MLP or GLU), fitted under
+the class mixture and, with ``mnist.approx.fits`` containing ``gaussian``, under its moment-matched
+single Gaussian (the maximum-entropy choice when only the first two moments are kept).
+
+Saved file: ``linear``, ``quadratic`` (exact) and ``quadratic_sgd`` (the paper's baseline, where it
+runs) fitted under the mixture, as state dicts; ``gaussian``: ``{"linear", "quadratic"}`` fitted under
+the moment-matched Gaussian (closed form, no solver); ``mlp``: the network approximated."""
 
 from __future__ import annotations
 
@@ -7,15 +13,16 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.approx import (MLP, Approximant, GaussianMixture, SolverPlan, linear_approximant,
+from polyinterp.approx import (Approximant, GaussianMixture, SolverPlan, linear_approximant,
                                quadratic_approximant)
 from polyinterp.cpu_share import allotted_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_torch
-from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.model import load_network, polynomial_network
 
 log = logging.getLogger(__name__)
+FITS = ("mixture", "gaussian")  # the distributions approximants are fitted under (the tables' fit column)
 
 
 def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float64) -> GaussianMixture:
@@ -24,17 +31,20 @@ def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float
 
 def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,
                      warm_start: dict | None = None) -> dict:
-    """Linear, exact quadratic and (when enabled) the paper's SGD quadratic, as state dicts.
-    ``plan``: the mixture's :class:`SolverPlan` (rule ``mnist_solver_plan``)."""
+    """Linear, exact quadratic and (when enabled) the paper's SGD quadratic under the mixture, and with
+    ``"gaussian"`` in ``params['fits']`` (default: mixture only) the linear and quadratic under its
+    moment-matched Gaussian, as state dicts (layout: module docstring). ``plan``: the mixture's
+    :class:`SolverPlan` (rule ``mnist_solver_plan``)."""
     device = resolve_device(params["device"])
     mix = load_gaussian_mixture(mixture, device)
-    mlp = MLP.from_module(load_mlp(ckpt, device).to(torch.float64))
+    mlp = polynomial_network(load_network(ckpt, device))
     out = {"step": ckpt["step"], "seed": ckpt["seed"], "ridge": mixture["ridge"], "preprocess": ckpt["preprocess"],
+           "model": ckpt.get("model", "mlp_relu"),
            "mlp": {"arch": ckpt["arch"], "state": ckpt["state"]}}  # the network approximated (next warm start)
     lin = linear_approximant(mlp, mix)
     out["linear"] = lin.to("cpu").state_dict()
     start = Approximant.from_state_dict(warm_start["quadratic"]).to(device) if warm_start else None
-    start_model = (MLP.from_module(load_mlp(warm_start["mlp"], device).to(torch.float64))
+    start_model = (polynomial_network(load_network(warm_start["mlp"], device))
                    if warm_start and "mlp" in warm_start else None)
     quad = quadratic_approximant(
         mlp, mix, method="exact", tol=params["tol"], max_iter=params["max_iter"], inner_dtype=params["inner_dtype"],
@@ -50,7 +60,22 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,
             )
         out["quadratic_sgd"] = sgd.to("cpu").state_dict()
         log.info("step %d: quadratic sgd %s", ckpt["step"], sgd.fit_info)
+    fits = check_fits(params.get("fits", ["mixture"]))
+    if "gaussian" in fits:
+        gauss = mix.moment_matched()
+        out["gaussian"] = {"linear": linear_approximant(mlp, gauss).to("cpu").state_dict(),
+                           "quadratic": quadratic_approximant(mlp, gauss, method="exact").to("cpu").state_dict()}
     return out
+
+
+def check_fits(fits) -> list[str]:
+    """``mnist.approx.fits``, checked: the mixture (the paper's fits, which the attack and the SGD
+    baseline use) and optionally the moment-matched Gaussian."""
+    fits = list(fits)
+    if "mixture" not in fits or any(f not in FITS for f in fits):
+        raise ConfigError(f"config key 'mnist.approx.fits' is {fits}; it must contain 'mixture' and may add"
+                          " 'gaussian' (the moment-matched single Gaussian).")
+    return fits
 
 
 def approximants_step(*, ckpt: str, mixture: str, plan: str, approx: str, params: dict,
@@ -81,8 +106,11 @@ def solver_plan_step(*, mixture: str, plan: str, params: dict) -> None:
     save_torch(built.to("cpu").state_dict(), plan)
 
 
-def load_approximants(path: str | Path, device="cpu") -> dict[str, Approximant]:
-    """The approximants saved by :func:`approximants_step`, keyed linear / quadratic / quadratic_sgd."""
+def load_approximants(path: str | Path, device="cpu", fit: str = "mixture") -> dict[str, Approximant]:
+    """The approximants saved by :func:`approximants_step` that were fitted under ``fit``: keyed linear /
+    quadratic / quadratic_sgd for the mixture, linear / quadratic for the Gaussian (empty when the run
+    did not fit it)."""
     saved = load_torch(path)
-    return {name: Approximant.from_state_dict(saved[name]).to(device)
-            for name in ("linear", "quadratic", "quadratic_sgd") if name in saved}
+    group = saved if fit == "mixture" else saved.get(fit, {})
+    return {name: Approximant.from_state_dict(group[name]).to(device)
+            for name in ("linear", "quadratic", "quadratic_sgd") if name in group}

@@ -22,7 +22,7 @@ class FigureStep:
 
 def clean_accuracy(table: pd.DataFrame) -> pd.Series:
     """step → the MLP's clean test accuracy (k = 0), mean over seeds, from an attack table."""
-    clean = table[(table.k == 0) & (table.model == "mlp") & (table.directions == "svd")]
+    clean = table[(table.k == 0) & (table.predictor == "mlp") & (table.directions == "svd")]
     per_seed = clean.groupby(["step", "seed"])["accuracy"].first()  # identical under every basis
     return per_seed.groupby("step").mean().sort_index()
 

@@ -5,8 +5,8 @@ left with the top-k SVD directions removed, for the MLP, the linear approximant 
 basis and the mixture's exact quadratic, and the MLP under k random directions; mean, min and max
 over seeds, beside the step's clean test accuracy (k = 0, seed mean).
 
-Table schema (``results/mnist/attack_strength.parquet``): k int64, basis str (``any`` for the random
-control), model str (``mlp``, ``linear``/``linear_<basis>``, ``quadratic``, ``random``), step int64,
+Table schema (``results/mnist/attack_strength.parquet``): model str (the network, mnist.models), k int64, basis str (``any`` for the random
+control), predictor str (``mlp``, ``linear``/``linear_<basis>``, ``quadratic``, ``random``), step int64,
 clean_accuracy, mean, min, max float64, n_seeds int64.
 """
 
@@ -18,8 +18,10 @@ from polyinterp.io import atomic_path, save_parquet
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import clean_accuracy, load_attack_table
 
-COLUMNS = {"k": "int64", "basis": "string", "model": "string", "step": "int64", "clean_accuracy": "float64",
-           "mean": "float64", "min": "float64", "max": "float64", "n_seeds": "int64"}
+STRENGTH_COLUMNS = {"k": "int64", "basis": "string", "predictor": "string", "step": "int64",
+                    "clean_accuracy": "float64", "mean": "float64", "min": "float64", "max": "float64",
+                    "n_seeds": "int64"}
+COLUMNS = {"model": "string", **STRENGTH_COLUMNS}
 KS = (4, 10)
 
 
@@ -30,7 +32,8 @@ def summary_ks(table: pd.DataFrame) -> list[int]:
 
 
 def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Rows of the summary for one k (schema: module docstring), in basis order of
+    """Rows of the summary for one k and one model's table (schema: module docstring, without the
+    model column), in basis order of
     :data:`polyinterp.mnist.attack_bases.BASES`, steps ascending. Random directions: the MLP, mean
     over draws first, then over seeds (the same draws under every basis, so read once)."""
     clean = clean_accuracy(table)
@@ -38,26 +41,32 @@ def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
     parts = []
     for basis in bases:
         svd = table[(table.directions == "svd") & (table.k == k) & (table.basis == basis)
-                    & table.model.isin(["mlp", basis_model_name(basis), "quadratic"])]
+                    & table.predictor.isin(["mlp", basis_model_name(basis), "quadratic"])]
         parts.append(svd.assign(basis=basis))
     if bases:
-        rnd = table[(table.directions == "random") & (table.k == k) & (table.model == "mlp") & (table.basis == bases[0])]
-        parts.append(rnd.assign(basis="any", model="random"))
+        rnd = table[(table.directions == "random") & (table.k == k) & (table.predictor == "mlp") & (table.basis == bases[0])]
+        parts.append(rnd.assign(basis="any", predictor="random"))
     rows = pd.concat(parts, ignore_index=True) if parts else table.iloc[:0]
-    per_seed = rows.groupby(["basis", "model", "step", "seed"], sort=False)["accuracy"].mean()
-    stats = per_seed.groupby(["basis", "model", "step"], sort=False).agg(["mean", "min", "max", "count"]).reset_index()
+    per_seed = rows.groupby(["basis", "predictor", "step", "seed"], sort=False)["accuracy"].mean()
+    stats = per_seed.groupby(["basis", "predictor", "step"], sort=False).agg(["mean", "min", "max", "count"]).reset_index()
     stats = stats.rename(columns={"count": "n_seeds"})
     stats.insert(0, "k", k)
     stats.insert(4, "clean_accuracy", stats.step.map(clean))
     basis_rank = {b: i for i, b in enumerate([*bases, "any"])}
     model_rank = lambda m: 0 if m == "mlp" else (2 if m == "quadratic" else 1)  # noqa: E731
-    keys = {"basis": lambda c: c.map(basis_rank), "model": lambda c: c.map(model_rank), "step": lambda c: c}
-    stats = stats.sort_values(["basis", "model", "step"], key=lambda c: keys[c.name](c), kind="stable")
-    return stats[list(COLUMNS)].astype(COLUMNS).reset_index(drop=True)
+    keys = {"basis": lambda c: c.map(basis_rank), "predictor": lambda c: c.map(model_rank), "step": lambda c: c}
+    stats = stats.sort_values(["basis", "predictor", "step"], key=lambda c: keys[c.name](c), kind="stable")
+    return stats[list(STRENGTH_COLUMNS)].astype(STRENGTH_COLUMNS).reset_index(drop=True)
 
 
 def attack_summary_table(table: pd.DataFrame) -> pd.DataFrame:
-    return pd.concat([attack_strength(table, k) for k in summary_ks(table)], ignore_index=True)
+    """:func:`attack_strength` for each model of the table (in table order) and each k of :func:`summary_ks`."""
+    models = table.model.unique() if "model" in table.columns else ["mlp_relu"]
+    frames = []
+    for model in models:
+        sub = table[table.model == model] if "model" in table.columns else table
+        frames += [attack_strength(sub, k).assign(model=model) for k in summary_ks(sub)]
+    return pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS)
 
 
 def _header(basis: str, model: str) -> str:
@@ -72,9 +81,19 @@ def attack_summary_markdown(summary: pd.DataFrame, title: str) -> str:
     approximant / exact quadratic, then the random control), seed means (± sd is not shown; min–max
     are in the Parquet file)."""
     lines = [f"# {title}", ""]
+    models = list(summary.model.unique())
+    for model in models:
+        if len(models) > 1:
+            lines += [f"## {model}", ""]
+        lines += _model_markdown(summary[summary.model == model])
+    return "\n".join(lines)
+
+
+def _model_markdown(summary: pd.DataFrame) -> list[str]:
+    lines = []
     for k, at in summary.groupby("k", sort=True):
-        cols = list(dict.fromkeys(zip(at.basis, at.model)))
-        wide = at.pivot_table(index="step", columns=["basis", "model"], values="mean")
+        cols = list(dict.fromkeys(zip(at.basis, at.predictor)))
+        wide = at.pivot_table(index="step", columns=["basis", "predictor"], values="mean")
         clean = at.groupby("step").clean_accuracy.first()
         lines += [f"Top {k} SVD directions removed: test accuracy (mean over {int(at.n_seeds.max())} seed(s)).", "",
                   "| step | clean | " + " | ".join(_header(b, m) for b, m in cols) + " |",
@@ -84,13 +103,13 @@ def attack_summary_markdown(summary: pd.DataFrame, title: str) -> str:
                               for c in cols)
             lines.append(f"| {int(step)} | {clean[step]:.3f} | {vals} |")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
-def attack_summary_step(*, table: str, summary: str, markdown: str) -> None:
-    """Rule ``mnist_attack_summary``: the attack table's strength over training, as Parquet
-    (``summary``) and Markdown (``markdown``)."""
-    df = load_attack_table(table)
+def attack_summary_step(*, tables: list[str], summary: str, markdown: str) -> None:
+    """Rule ``mnist_attack_summary``: the strength over training of each model's attack table
+    (``tables``, one per model), as Parquet (``summary``) and Markdown (``markdown``)."""
+    df = pd.concat([load_attack_table(t) for t in tables], ignore_index=True)
     out = attack_summary_table(df)
     save_parquet(out, summary)
     seeds = ", ".join(str(s) for s in sorted(df.seed.unique()))

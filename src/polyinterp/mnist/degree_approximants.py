@@ -25,7 +25,7 @@ import logging
 
 import torch
 
-from polyinterp.approx import MLP, gaussian_polynomial_approximant
+from polyinterp.approx import gaussian_polynomial_approximant
 from polyinterp.approx.cubic_mixture import ReducedPolynomialApproximant, reduced_polynomial_approximants
 from polyinterp.approx.hermite_ridge import HermiteRidgeApproximant
 from polyinterp.device import resolve_device
@@ -34,7 +34,7 @@ from polyinterp.io import load_torch, save_parquet, save_torch
 from polyinterp.mnist.approximants import load_gaussian_mixture
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.metrics import fidelity_table
-from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.model import load_network, polynomial_network
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def fit_degree_approximants(ckpt: dict, mixture: dict, params: dict, warm_start:
     if reduced_degrees(degrees) and p > mix.d:
         raise ConfigError(f"config key 'mnist.approx.cubic.components' is {p}, more than the d = {mix.d} inputs "
                           f"of this preprocessing; set it to at most {mix.d}")
-    mlp = MLP.from_module(load_mlp(ckpt, device).to(torch.float64))
+    mlp = polynomial_network(load_network(ckpt, device))
     out: dict = {}
     gauss = mix.moment_matched()
     for n in degrees:
@@ -122,8 +122,9 @@ def degree_approximants_step(*, ckpt: str, mixture: str, data: str, approx: str,
     ck, mix = load_torch(ckpt), load_torch(mixture)
     fitted = fit_degree_approximants(ck, mix, params, load_torch(warm[0]) if warm else None)
     device = resolve_device(params["device"])
-    model = load_mlp(ck, device).to(torch.float64)
+    model = load_network(ck, device).to(torch.float64)
     exact = {name: g.fvu() for name, g in fitted.items() if isinstance(g, ReducedPolynomialApproximant)}
-    table = fidelity_table(ck, model, fitted, exact, mix, load_mnist(data), params, with_mlp=False)
+    fits = {name: "gaussian" if name.startswith("gaussian_") else "mixture" for name in fitted}
+    table = fidelity_table(ck, model, fitted, exact, mix, load_mnist(data), params, with_mlp=False, fit=fits)
     save_torch(saved_state(ck, fitted, params), approx)
     save_parquet(table, metrics)

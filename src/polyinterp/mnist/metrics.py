@@ -1,9 +1,11 @@
 """Fidelity of the approximants at one checkpoint, on mixture samples and on MNIST test images.
 
-Table schema (tidy, one row per (approximant, distribution, metric)); see README "Tables":
-    seed int64, step int64, approximant str {mlp, linear, quadratic, quadratic_sgd, and the higher
-    degrees of :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
-    distribution str {mixture, mixture_exact, test}, metric str {fvu, kl, accuracy}, value float64,
+Table schema (tidy, one row per (approximant, fit, distribution, metric)); see README "Tables":
+    model str (the network's name, mnist.models), seed int64, step int64, approximant str {mlp (the
+    network itself), linear, quadratic, quadratic_sgd, and the higher degrees of
+    :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
+    fit str {mixture, gaussian (fitted under the mixture's moment-matched Gaussian), none (the mlp
+    rows)}, distribution str {mixture, mixture_exact, test}, metric str {fvu, kl, accuracy}, value float64,
     mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
 
 ``mixture_exact`` rows are the FVU under the mixture computed without samples
@@ -21,17 +23,18 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from polyinterp.approx import MLP, Approximant, fvu, kl_divergence
+from polyinterp.approx import Approximant, fvu, kl_divergence
 from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
-from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
+from polyinterp.mnist.approximants import FITS, load_approximants, load_gaussian_mixture
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import load_mlp
+from polyinterp.mnist.model import load_network, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
 
 COLUMNS = {
-    "seed": "int64", "step": "int64", "approximant": "string", "distribution": "string",
+    "model": "string", "seed": "int64", "step": "int64", "approximant": "string", "fit": "string",
+    "distribution": "string",
     "metric": "string", "value": "float64", "mlp_train_loss": "float64",
     "mlp_test_accuracy": "float64", "ridge": "float64", "n_samples": "int64",
 }
@@ -72,19 +75,27 @@ def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tens
 
 
 def metrics_table(ckpt: dict, approx_path, mixture: dict, mnist, params: dict) -> pd.DataFrame:
+    """The metrics of every approximant in ``approx_path``, of each fit it holds (FITS)."""
     device = resolve_device(params["device"])
-    model = load_mlp(ckpt, device).to(torch.float64)
-    approximants = load_approximants(approx_path, device)
-    exact = exact_fvu(MLP.from_module(model), approximants, load_gaussian_mixture(mixture, device))
-    return fidelity_table(ckpt, model, approximants, exact, mixture, mnist, params)
+    model = load_network(ckpt, device).to(torch.float64)
+    mix = load_gaussian_mixture(mixture, device)
+    by_fit = {fit: load_approximants(approx_path, device, fit) for fit in FITS}
+    # one exact_fvu call for every fit: the network's moments E f² (all h² unit pairs) once
+    exact = exact_fvu(polynomial_network(model), {f"{fit}/{name}": g for fit, gs in by_fit.items()
+                                                  for name, g in gs.items()}, mix)
+    frames = [fidelity_table(ckpt, model, gs, {name: exact[f"{fit}/{name}"] for name in gs}, mixture, mnist, params,
+                             with_mlp=fit == "mixture", fit=fit)
+              for fit, gs in by_fit.items() if gs]
+    return pd.concat(frames, ignore_index=True)
 
 
 def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float], mixture: dict, mnist,
-                   params: dict, with_mlp: bool = True) -> pd.DataFrame:
+                   params: dict, with_mlp: bool = True, fit: str | dict = "mixture") -> pd.DataFrame:
     """The metrics table (schema above) of ``approximants`` of the checkpoint's ``model``: Monte Carlo on
     ``params['mixture_samples']`` seeded mixture samples (the same samples at every checkpoint of a
     seed, for every approximant) and on the test images, plus one ``mixture_exact`` FVU row per entry
-    of ``exact`` (name → value); the MLP's accuracy rows with ``with_mlp``."""
+    of ``exact`` (name → value); the network's accuracy rows with ``with_mlp``. ``fit``: the
+    distribution the approximants were fitted under, one for all or per name."""
     device = next(iter(model.parameters())).device
     x_mix, y_mix = mixture_samples(mixture, params["mixture_samples"], int(ckpt["seed"]), device)
     x_te = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
@@ -94,8 +105,11 @@ def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float
     rows += [dict(approximant=name, distribution="mixture_exact", metric="fvu", value=value)
              for name, value in exact.items()]
     df = pd.DataFrame(rows)
-    df.insert(0, "seed", int(ckpt["seed"]))
-    df.insert(1, "step", int(ckpt["step"]))
+    fits = fit if isinstance(fit, dict) else {name: fit for name in approximants}
+    df["fit"] = [("none" if a == "mlp" else fits[a]) for a in df.approximant]
+    df.insert(0, "model", ckpt.get("model", "mlp_relu"))
+    df.insert(1, "seed", int(ckpt["seed"]))
+    df.insert(2, "step", int(ckpt["step"]))
     df["mlp_train_loss"] = float(ckpt["train_loss"])
     df["mlp_test_accuracy"] = float(ckpt["test_accuracy"])
     df["ridge"] = float(mixture["ridge"])
@@ -111,7 +125,11 @@ def metrics_step(*, ckpt: str, approx: str, mixture: str, data: str, metrics: st
 
 
 def metrics_all_step(*, parts: list[str], metrics: str) -> None:
-    """Rule ``mnist_metrics_all``: the per-checkpoint tables ``parts`` in one tidy, sorted table ``metrics``."""
-    df = pd.concat([load_parquet(p) for p in parts], ignore_index=True)
-    df = df.astype(COLUMNS).sort_values(["seed", "step", "approximant", "distribution", "metric"], kind="stable")
+    """Rule ``mnist_metrics_all``: the per-checkpoint tables ``parts`` in one tidy table ``metrics``, sorted
+    by model (in the order of ``parts``, i.e. of ``mnist.models``), seed, step, approximant, fit,
+    distribution and metric."""
+    df = pd.concat([load_parquet(p) for p in parts], ignore_index=True).astype(COLUMNS)
+    order = {m: i for i, m in enumerate(dict.fromkeys(df.model))}  # models in config (parts) order
+    df = df.assign(_order=df.model.map(order)).sort_values(
+        ["_order", "seed", "step", "approximant", "fit", "distribution", "metric"], kind="stable").drop(columns="_order")
     save_parquet(df.reset_index(drop=True), metrics)

@@ -33,7 +33,7 @@ from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import save_torch
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import accuracy, make_mlp, mean_cross_entropy
+from polyinterp.mnist.model import accuracy, make_network, mean_cross_entropy, network_arch
 from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
 from polyinterp.mnist.schedule import RECIPE_DEFAULTS
 
@@ -102,9 +102,9 @@ def recipe(params: dict) -> dict:
     return out
 
 
-def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
-    """Save eval-mode weights (schedule-free's x sequence; AdamW's weights as they are) with step,
-    seed, loss and accuracy."""
+def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path, name):
+    """Save eval-mode weights (schedule-free's x sequence; AdamW's weights as they are) with the
+    network's architecture and model name, step, seed, loss and accuracy."""
     schedule_free = isinstance(optimizer, schedulefree.AdamWScheduleFree)
     if schedule_free:
         optimizer.eval()
@@ -112,7 +112,7 @@ def _checkpoint(model, optimizer, step, seed, chash, spec, data_t, path):
     x_tr, y_tr, x_te, y_te = data_t
     ckpt = {
         "state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-        "arch": {"d": model[0].in_features, "hidden": model[0].out_features, "n_out": model[2].out_features},
+        "arch": network_arch(model), "model": name,
         "step": step, "seed": seed, "config_hash": chash, "preprocess": spec,
         "train_loss": mean_cross_entropy(model, x_tr, y_tr),
         "test_accuracy": accuracy(model, x_te, y_te),
@@ -137,7 +137,9 @@ def check_decay(params: dict) -> None:
 
 
 def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> list[dict]:
-    """Train and write one checkpoint per entry of ``ckpt_paths`` (step → path). Returns their metadata."""
+    """Train the network ``params`` names (``arch``, ``activation``, ``hidden``; a ReLU MLP where
+    absent; ``model``: its name, recorded in the checkpoints) and write one checkpoint per entry of
+    ``ckpt_paths`` (step → path). Returns their metadata."""
     check_decay(params)
     device = resolve_device(params["device"])
     spec = make_preprocess(data.train_images, params["preprocess"]["pool"], params["preprocess"]["center"])
@@ -151,7 +153,9 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
     schedule_free = rec["optimizer"] == "schedulefree_adamw"
 
     torch.manual_seed(seed)
-    model = make_mlp(x_tr.shape[1], params["hidden"]).to(device)
+    model = make_network(x_tr.shape[1], params["hidden"], 10, params.get("arch", "mlp"),
+                         params.get("activation", "relu")).to(device)
+    name = params.get("model", "mlp_relu")
     if schedule_free:
         optimizer = schedulefree.AdamWScheduleFree(
             model.parameters(), lr=params["lr"], warmup_steps=params["warmup_steps"],
@@ -171,7 +175,7 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
              schedule_kw["steps_per_epoch"])
     metas = []
     if 0 in ckpt_paths:
-        metas.append(_checkpoint(model, optimizer, 0, seed, chash, spec, data_t, ckpt_paths[0]))
+        metas.append(_checkpoint(model, optimizer, 0, seed, chash, spec, data_t, ckpt_paths[0], name))
     window = torch.zeros(NAN_CHECK_EVERY, device=device)
     log_every = max(1, total // 40)
     t0, running = time.perf_counter(), 0.0
@@ -198,7 +202,7 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
                 )
             running = float(filled.mean())
         if step in ckpt_paths:
-            meta = _checkpoint(model, optimizer, step, seed, chash, spec, data_t, ckpt_paths[step])
+            meta = _checkpoint(model, optimizer, step, seed, chash, spec, data_t, ckpt_paths[step], name)
             metas.append(meta)
             log.info("checkpoint step %d: train loss %.4f test accuracy %.4f", step, meta["train_loss"], meta["test_accuracy"])
         if step % log_every == 0:
