@@ -124,7 +124,7 @@ def test_smoke_run_builds_the_scorecard(smoke_run):
     # the exact quadratic minimises the exact FVU, so this claim holds on any run with the SGD baseline
     assert t.set_index("claim").verdict["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "reproduced"
     md = (smoke_run / "results/scorecard.md").read_text()
-    assert md.startswith("# Reproduction scorecard (") and sum(md.count(f"\n| {study} |") for study in ("mnist", "mnist+", "cubic", "cubic+")) == len(t)
+    assert md.startswith("# Reproduction scorecard (") and sum(md.count(f"\n| {study} |") for study in ("mnist", "mnist+", "fit", "cubic", "cubic+")) == len(t)
     # the smoke config fits the PC quadratic and cubic, so the degree rows are there
     assert {"quadratic FVU rises after its best checkpoint", "cubic on 8 PCs vs the full quadratic at the last checkpoint"} <= set(t.claim)
 
