@@ -81,7 +81,8 @@ def test_fig1_shows_the_configured_digit_at_each_checkpoint(res, tmp_path):
     near_constant = data_var < 1e-3 * np.median(data_var)
     assert near_constant.any()
     metrics = pd.read_parquet(res / "mnist/metrics.parquet")
-    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == "mixture_exact") & (metrics.fit == "mixture")]
+    fvu = metrics[(metrics.metric == "fvu") & (metrics.distribution == "mixture_exact") & (metrics.fit == "mixture")
+                  & (metrics.model == "mlp_relu")]
     for s, path, ck in zip(steps, approx, ckpt):
         saved = torch.load(path, weights_only=False)
         gamma, beta = saved["quadratic"]["gamma"][7].double().numpy(), saved["linear"]["beta"][7].double().numpy()

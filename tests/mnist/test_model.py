@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx import GaussianMixture, SolverPlan
+from polyinterp.approx import Approximant, GaussianMixture, SolverPlan
 from polyinterp.errors import ConfigError
 from polyinterp.mnist.ablation import project_out, projected_evaluator
 from polyinterp.mnist.approximants import fit_approximants, load_approximants
 from polyinterp.mnist.metrics import metrics_table
-from polyinterp.mnist.model import GLUNet, load_network, make_network, network_arch, polynomial_network
-from polyinterp.mnist.model_specs import resolve_models
+from polyinterp.mnist.model import (TRAINABLE_ACTIVATIONS, GLUNet, load_network, make_network, network_arch,
+                                    polynomial_network)
+from polyinterp.mnist.model_specs import ACTIVATIONS, resolve_models
 from polyinterp.io import save_torch
 
 D = 4
@@ -31,6 +32,10 @@ def _net(arch, act, hidden=6, seed=0):
         for p in net.parameters():
             p.add_(0.3 * torch.randn_like(p))  # biases away from 0: active and inactive units
     return net
+
+
+def test_every_configurable_activation_has_a_module():
+    assert tuple(TRAINABLE_ACTIVATIONS) == ACTIVATIONS
 
 
 @pytest.mark.parametrize("arch,act", NETS)
@@ -57,7 +62,7 @@ def test_old_checkpoints_without_arch_are_relu_mlps():
     assert isinstance(back, torch.nn.Sequential) and isinstance(back[1], torch.nn.ReLU)
 
 
-def test_glu_is_built_from_its_seed_and_relu_mlp_as_before():
+def test_the_default_relu_mlp_is_built_as_before():
     """The default ReLU MLP is constructed exactly as before models were configurable (same parameters
     from the same seed), so the default config's numbers stay."""
     torch.manual_seed(3)
@@ -118,17 +123,16 @@ def test_gaussian_fits_are_least_squares_under_the_moment_matched_gaussian(arch,
     f = polynomial_network(load_network(ckpt))(x)
     x_new = gauss.sample(100_000, seed=12)
     f_new = polynomial_network(load_network(ckpt))(x_new)
-    tmp = {"gaussian": saved["gaussian"]}
     for degree, name in ((1, "linear"), (2, "quadratic")):
-        from polyinterp.approx import Approximant
-        exact = Approximant.from_state_dict(tmp["gaussian"][name])
+        exact = Approximant.from_state_dict(saved["gaussian"][name])
         coef = torch.linalg.lstsq(_lstsq_features(x, degree), f).solution
         brute = _lstsq_features(x_new, degree) @ coef
         resid = float((f_new - exact(x_new)).square().mean())
         gap = float((brute - exact(x_new)).square().mean())
-        # the brute-force fit's excess error is O(p/n) of the residual (p features, n samples)
+        # the brute-force fit's excess error is ≈ p/n of the residual (p features, n samples; 1–2× that
+        # measured here, the residual being heteroscedastic); a fit under another distribution is far off
         p = _lstsq_features(x[:1], degree).shape[1]
-        assert gap < 20 * p / len(x) * resid, (name, gap, resid)
+        assert gap < 5 * p / len(x) * resid, (name, gap, resid)
 
 
 def test_metrics_have_a_fit_column_and_the_mixture_fit_wins_under_the_mixture(tmp_path):

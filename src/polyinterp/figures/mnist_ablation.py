@@ -15,6 +15,8 @@ from polyinterp.io import load_torch, save_figure
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.attack_summary import attack_strength, summary_ks
+from polyinterp.mnist.model import model_name
+from polyinterp.mnist.model_specs import DEFAULT_MODEL
 
 BASIS_STYLES = {"mixture": "-", "gaussian": "--", "standard_normal": ":"}
 BASIS_COLORS = {"mixture": "tab:blue", "gaussian": "tab:green", "standard_normal": "tab:red"}
@@ -67,7 +69,7 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     fig.suptitle(
         f"per basis: a test '{digit}' with the top-k SVD directions of that basis's linear approximant removed,"
         f" then one test image per digit at k={k_max} (label → MLP prediction);"
-        f" {ex.get('model', 'mlp_relu')}, seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
+        f" {model_name(ex)}, seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
         fontsize=8,
     )
     save_figure(fig, *out)
@@ -173,4 +175,4 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
 
 def _model_name(table) -> str:
     """The network an attack table is of (its model column; tables from before models: the ReLU MLP)."""
-    return ", ".join(dict.fromkeys(table.model)) if "model" in table.columns else "mlp_relu"
+    return ", ".join(dict.fromkeys(table.model)) if "model" in table.columns else DEFAULT_MODEL

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from polyinterp.figures.style import approximant_color, approximant_label
 from polyinterp.io import load_parquet, save_figure
+from polyinterp.mnist.metrics import is_single_gaussian_refit
 
 TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ softmax g)"}
 PANELS = {"mixture": "Gaussian mixture", "test": "MNIST test images"}
@@ -56,10 +57,8 @@ def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
                               "step": stats.step.tolist(), "mean": stats["mean"].tolist(),
                               "min": stats["min"].tolist(), "max": stats["max"].tolist(),
                               "n_seeds": int(group.seed.nunique())})
-                color, label = approximant_color(name), approximant_label(name)
-                gaussian_fit = fit == "gaussian" and not name.startswith("gaussian_deg")
-                if gaussian_fit:
-                    label = f"{name} (exact, Gaussian fit)"
+                color, label = approximant_color(name), approximant_label(name, fit)
+                gaussian_fit = is_single_gaussian_refit(name, fit)
                 if kind == "markers":
                     ax.plot(stats.step, stats["mean"], "o", mfc="none", ms=4, color=color, label=f"{label}, Monte Carlo")
                     continue

@@ -13,7 +13,7 @@ from polyinterp.approx import feature_summary, psd_sqrt, quadratic_gaussian, top
 from polyinterp.errors import DataError
 from polyinterp.io import load_parquet, load_torch, save_figure
 from polyinterp.mnist.approximants import load_gaussian_mixture
-from polyinterp.mnist.model import load_network, polynomial_network
+from polyinterp.mnist.model import load_network, model_name, polynomial_network
 
 # (row key in the returned data, row label on the left of the figure), top to bottom
 ROWS = (
@@ -98,7 +98,7 @@ def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: i
         if saved.get("preprocess") != mix_saved.get("preprocess"):
             raise DataError(f"{apath} was fitted in preprocessing {saved.get('preprocess')} but {mixture_path} is in "
                             f"{mix_saved.get('preprocess')}: rebuild both from one config")
-        seed, model = int(saved["seed"]), saved.get("model", "mlp_relu")
+        seed, model = int(saved["seed"]), model_name(saved)
         at = fvu[(fvu.model == model) & (fvu.seed == seed)
                  & (fvu.step == int(saved["step"]))].set_index("approximant")["value"]
         for row, (data, img, title) in enumerate(_column(saved, ck, digit, cov, cov_sqrt, at, apath, cpath)):

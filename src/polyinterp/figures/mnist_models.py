@@ -9,6 +9,7 @@ import pandas as pd
 
 from polyinterp.figures.style import approximant_color, approximant_label
 from polyinterp.io import load_parquet, save_figure
+from polyinterp.mnist.metrics import is_single_gaussian_refit
 
 PANELS = {"mixture": "Gaussian mixture (exact where known)", "test": "MNIST test images"}
 
@@ -50,10 +51,9 @@ def models_figure(*, metrics: str, out: list[str]) -> list[dict]:
             bars = at[(at.approximant == name) & (at.fit == fit)].set_index("model").reindex(models)
             xs = [i + (j - (len(keys) - 1) / 2) * width for i in range(len(models))]
             err = [(bars["mean"] - bars["min"]).fillna(0).tolist(), (bars["max"] - bars["mean"]).fillna(0).tolist()]
-            gaussian = fit == "gaussian" and not name.startswith("gaussian_deg")
-            label = f"{name} (exact, Gaussian fit)" if gaussian else approximant_label(name)
+            gaussian = is_single_gaussian_refit(name, fit)
             ax.bar(xs, bars["mean"], width, yerr=err, color=approximant_color(name), hatch="//" if gaussian else None,
-                   edgecolor="white" if gaussian else None, label=label, capsize=2)
+                   edgecolor="white" if gaussian else None, label=approximant_label(name, fit), capsize=2)
         ax.set_xticks(range(len(models)), models)
         ax.set_yscale("log")
         ax.set_title(title)

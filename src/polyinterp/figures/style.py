@@ -45,6 +45,9 @@ def approximant_color(name: str) -> str:
     return _style(name)[0]
 
 
-def approximant_label(name: str) -> str:
-    """The legend label of an approximant."""
-    return _style(name)[1]
+def approximant_label(name: str, fit: str = "mixture") -> str:
+    """The legend label of an approximant (``fit``: the distribution it was fitted under, a column of
+    the metrics table; the single-Gaussian refits of linear / quadratic say so)."""
+    from polyinterp.mnist.metrics import is_single_gaussian_refit
+
+    return f"{name} (exact, Gaussian fit)" if is_single_gaussian_refit(name, fit) else _style(name)[1]

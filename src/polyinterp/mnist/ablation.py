@@ -36,7 +36,7 @@ from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixtu
 from polyinterp.mnist.attack_bases import basis_approximants, basis_model_name, check_bases
 from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import GLUNet, load_network, polynomial_network
+from polyinterp.mnist.model import GLUNet, load_network, model_name, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
 
 COLUMNS = {"model": "string", "seed": "int64", "step": "int64", "basis": "string", "k": "int64", "directions": "string",
@@ -121,10 +121,15 @@ def _sequential_evaluator(model: nn.Sequential, x: torch.Tensor):
     def evaluate(dirs: torch.Tensor) -> torch.Tensor:
         if len(dirs) == 0:
             return rest(h0)
-        V = dirs.T.to(x.dtype)
-        return rest(h0 - (x @ V) @ (first.weight @ V).T)
+        return rest(_projected_layer(h0, first, x, dirs))
 
     return evaluate
+
+
+def _projected_layer(h0: torch.Tensor, layer: nn.Linear, x: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
+    """layer(x − (xV)Vᵀ) from h0 = layer(x): h0 − (xV)(WV)ᵀ (V = dirsᵀ)."""
+    V = dirs.T.to(x.dtype)
+    return h0 - (x @ V) @ (layer.weight @ V).T
 
 
 def _glu_evaluator(model: GLUNet, x: torch.Tensor):
@@ -134,9 +139,7 @@ def _glu_evaluator(model: GLUNet, x: torch.Tensor):
     def evaluate(dirs: torch.Tensor) -> torch.Tensor:
         if len(dirs) == 0:
             return model.out(model.act(g0) * v0)
-        V = dirs.T.to(x.dtype)
-        c = x @ V
-        return model.out(model.act(g0 - c @ (model.gate.weight @ V).T) * (v0 - c @ (model.value.weight @ V).T))
+        return model.out(model.act(_projected_layer(g0, model.gate, x, dirs)) * _projected_layer(v0, model.value, x, dirs))
 
     return evaluate
 
@@ -198,7 +201,7 @@ def ablation_step(*, ckpt: str, approx: str, mixture: str, data: str, table: str
     own = {b: {basis_model_name(b): lin} for b, lin in linears.items() if b != "mixture"}
     df = pd.DataFrame(attack_rows(models, betas, own, x, y, params["k_max"], params["random_draws"],
                                   seed=int(state["seed"]) * 1_000_003 + int(state["step"])))
-    df.insert(0, "model", state.get("model", "mlp_relu"))
+    df.insert(0, "model", model_name(state))
     df.insert(1, "seed", int(state["seed"]))
     df.insert(2, "step", int(state["step"]))
     save_parquet(df[list(COLUMNS)].astype(COLUMNS), table)
@@ -246,7 +249,7 @@ def ablation_examples(model, x, y, basis_betas: dict, k_max, ckpt) -> dict:
         ablated.append(a)
         preds.append(model(a.reshape(-1, x.shape[1])).argmax(1).reshape(10, k_max + 1))
     return {
-        "model": ckpt.get("model", "mlp_relu"),
+        "model": model_name(ckpt),
         "seed": int(ckpt["seed"]), "step": int(ckpt["step"]), "preprocess": ckpt["preprocess"],
         "test_accuracy": float(ckpt["test_accuracy"]), "bases": list(basis_betas),
         "k": torch.arange(k_max + 1), "labels": torch.arange(10),

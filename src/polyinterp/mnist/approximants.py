@@ -19,7 +19,7 @@ from polyinterp.cpu_share import allotted_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_torch
-from polyinterp.mnist.model import load_network, polynomial_network
+from polyinterp.mnist.model import load_network, model_name, polynomial_network
 
 log = logging.getLogger(__name__)
 FITS = ("mixture", "gaussian")  # the distributions approximants are fitted under (the tables' fit column)
@@ -39,7 +39,7 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,
     mix = load_gaussian_mixture(mixture, device)
     mlp = polynomial_network(load_network(ckpt, device))
     out = {"step": ckpt["step"], "seed": ckpt["seed"], "ridge": mixture["ridge"], "preprocess": ckpt["preprocess"],
-           "model": ckpt.get("model", "mlp_relu"),
+           "model": model_name(ckpt),
            "mlp": {"arch": ckpt["arch"], "state": ckpt["state"]}}  # the network approximated (next warm start)
     lin = linear_approximant(mlp, mix)
     out["linear"] = lin.to("cpu").state_dict()

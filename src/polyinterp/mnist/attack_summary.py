@@ -17,6 +17,7 @@ import pandas as pd
 from polyinterp.io import atomic_path, save_parquet
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import clean_accuracy, load_attack_table
+from polyinterp.mnist.model_specs import DEFAULT_MODEL
 
 STRENGTH_COLUMNS = {"k": "int64", "basis": "string", "predictor": "string", "step": "int64",
                     "clean_accuracy": "float64", "mean": "float64", "min": "float64", "max": "float64",
@@ -61,10 +62,11 @@ def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
 
 def attack_summary_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`attack_strength` for each model of the table (in table order) and each k of :func:`summary_ks`."""
-    models = table.model.unique() if "model" in table.columns else ["mlp_relu"]
+    if "model" not in table.columns:  # a table of one network from before models were configurable
+        table = table.assign(model=DEFAULT_MODEL)
     frames = []
-    for model in models:
-        sub = table[table.model == model] if "model" in table.columns else table
+    for model in table.model.unique():
+        sub = table[table.model == model]
         frames += [attack_strength(sub, k).assign(model=model) for k in summary_ks(sub)]
     return pd.concat(frames, ignore_index=True)[list(COLUMNS)].astype(COLUMNS)
 

@@ -124,7 +124,7 @@ def degree_approximants_step(*, ckpt: str, mixture: str, data: str, approx: str,
     device = resolve_device(params["device"])
     model = load_network(ck, device).to(torch.float64)
     exact = {name: g.fvu() for name, g in fitted.items() if isinstance(g, ReducedPolynomialApproximant)}
-    fits = {name: "gaussian" if name.startswith("gaussian_") else "mixture" for name in fitted}
+    fits = {name: "gaussian" if isinstance(g, HermiteRidgeApproximant) else "mixture" for name, g in fitted.items()}
     table = fidelity_table(ck, model, fitted, exact, mix, load_mnist(data), params, with_mlp=False, fit=fits)
     save_torch(saved_state(ck, fitted, params), approx)
     save_parquet(table, metrics)

@@ -20,6 +20,7 @@ import re
 import pandas as pd
 
 from polyinterp.io import atomic_path, load_parquet, save_parquet
+from polyinterp.mnist.metrics import is_single_gaussian_refit
 
 COLUMNS = {"model": "string", "step": "int64", "approximant": "string", "distribution": "string", "fvu_mean": "float64",
            "fvu_min": "float64", "fvu_max": "float64", "n_seeds": "int64"}
@@ -38,7 +39,7 @@ def fvu_by_degree(metrics: pd.DataFrame) -> pd.DataFrame:
     """The tidy table of the module docstring from a metrics table (schema of :mod:`polyinterp.mnist.metrics`)."""
     fvu = metrics[(metrics.metric == "fvu") & metrics.distribution.isin(["mixture_exact", "mixture"])
                   & (metrics.approximant != "mlp")]
-    fvu = fvu[(fvu.fit != "gaussian") | fvu.approximant.str.startswith("gaussian_deg")]
+    fvu = fvu[[not is_single_gaussian_refit(a, f) for a, f in zip(fvu.approximant, fvu.fit)]]
     exact = set(fvu.approximant[fvu.distribution == "mixture_exact"])
     keep = fvu[(fvu.distribution == "mixture_exact") | ~fvu.approximant.isin(exact)]
     out = (keep.groupby(["model", "step", "approximant", "distribution"], sort=False).value

@@ -29,7 +29,7 @@ from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
 from polyinterp.mnist.approximants import FITS, load_approximants, load_gaussian_mixture
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import load_network, polynomial_network
+from polyinterp.mnist.model import load_network, model_name, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
 
 COLUMNS = {
@@ -39,6 +39,12 @@ COLUMNS = {
     "mlp_test_accuracy": "float64", "ridge": "float64", "n_samples": "int64",
 }
 CHUNK = 8192
+
+
+def is_single_gaussian_refit(approximant: str, fit: str) -> bool:
+    """A linear / quadratic fitted under the moment-matched Gaussian (``mnist.approx.fits``) rather than
+    the mixture; the Gaussian degree-n forms are fitted under it too but are their own approximants."""
+    return fit == "gaussian" and not approximant.startswith("gaussian_deg")
 QUAD_DTYPE = torch.float32
 
 
@@ -107,7 +113,7 @@ def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float
     df = pd.DataFrame(rows)
     fits = fit if isinstance(fit, dict) else {name: fit for name in approximants}
     df["fit"] = [("none" if a == "mlp" else fits[a]) for a in df.approximant]
-    df.insert(0, "model", ckpt.get("model", "mlp_relu"))
+    df.insert(0, "model", model_name(ckpt))
     df.insert(1, "seed", int(ckpt["seed"]))
     df.insert(2, "step", int(ckpt["step"]))
     df["mlp_train_loss"] = float(ckpt["train_loss"])

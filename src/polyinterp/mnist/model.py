@@ -12,14 +12,13 @@ import torch
 from torch import nn
 
 from polyinterp.approx import GLU, MLP
-from polyinterp.mnist.model_specs import ACTIVATIONS, ARCHS
+from polyinterp.mnist.model_specs import ARCHS, DEFAULT_MODEL
 
 # The torch module of each activation a network can be trained with (model_specs.ACTIVATIONS).
 TRAINABLE_ACTIVATIONS = {
     "relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid, "silu": nn.SiLU,
 }
-assert tuple(TRAINABLE_ACTIVATIONS) == ACTIVATIONS and ARCHS == ("mlp", "glu")
 
 
 class GLUNet(nn.Module):
@@ -59,6 +58,12 @@ def network_arch(model: nn.Module) -> dict:
     name = "gelu_tanh" if isinstance(model[1], nn.GELU) and model[1].approximate == "tanh" else act[type(model[1])]
     return {"d": model[0].in_features, "hidden": model[0].out_features, "n_out": model[2].out_features,
             "arch": "mlp", "activation": name}
+
+
+def model_name(saved: dict) -> str:
+    """The model a checkpoint, approx file or attack-examples file belongs to (``mnist.models`` name;
+    files from before models were configurable: the ReLU MLP)."""
+    return saved.get("model", DEFAULT_MODEL)
 
 
 def load_network(ckpt: dict, device: torch.device | str = "cpu") -> nn.Module:

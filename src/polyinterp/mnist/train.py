@@ -33,7 +33,7 @@ from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import save_torch
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import accuracy, make_network, mean_cross_entropy, network_arch
+from polyinterp.mnist.model import accuracy, make_network, mean_cross_entropy, model_name, network_arch
 from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
 from polyinterp.mnist.schedule import RECIPE_DEFAULTS
 
@@ -155,7 +155,7 @@ def train_mlp(data, params: dict, seed: int, ckpt_paths: dict[int, Path]) -> lis
     torch.manual_seed(seed)
     model = make_network(x_tr.shape[1], params["hidden"], 10, params.get("arch", "mlp"),
                          params.get("activation", "relu")).to(device)
-    name = params.get("model", "mlp_relu")
+    name = model_name(params)
     if schedule_free:
         optimizer = schedulefree.AdamWScheduleFree(
             model.parameters(), lr=params["lr"], warmup_steps=params["warmup_steps"],
