@@ -7,6 +7,17 @@ Prints a Markdown table: one row per benchmark name with its wildcard values fol
 in all (user + system of the job's processes, what the job cost whatever else ran), peak RSS. The
 last line sums every job: Σ CPU / cores is the wall time a perfectly packed run on that many quiet
 cores would need (a lower bound), to set beside the measured wall clock of the run.
+
+    .venv/bin/python bench/run_time.py SAMPLE_RESULTS --project DRYRUN.txt [--like REGEX=SAMPLED ...]
+
+projects the time of a run that has not been made from a sample of it: DRYRUN.txt is the output of
+``snakemake -n --forceall`` for the full configuration (each planned job's ``rule`` and ``benchmark:``
+path), SAMPLE_RESULTS a results directory in which one or a few jobs of each heavy rule ran. Each planned
+job takes the time of the sampled job with the same benchmark path, else of the first ``--like`` whose
+regular expression matches its path (SAMPLED names a sampled benchmark, e.g.
+``mnist/mlp_relu/approx_seed0_step16384``: the way to say that the SGD checkpoints cost what the sampled
+SGD checkpoint cost), else the mean of the sampled jobs with the same folded name. Jobs with none of these
+are counted and listed as not sampled (0 s in the sums: the projection is then a lower bound).
 """
 
 from __future__ import annotations
@@ -28,7 +39,8 @@ def benchmark_table(results: Path) -> pd.DataFrame:
             continue
         name = re.sub(r"\d+", "{}", str(path.relative_to(results / "benchmarks").with_suffix("")))
         last = df.iloc[-1]  # one row per repeat; Snakemake writes one unless asked for more
-        rows.append({"name": name, "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
+        rows.append({"path": str(path.relative_to(results / "benchmarks").with_suffix("")),
+                     "name": name, "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
                      "max_rss_mb": float(last["max_rss"]) if last["max_rss"] != "-" else float("nan")})
     if not rows:
         raise SystemExit(f"no benchmark files under {results / 'benchmarks'}; run the workflow first")
@@ -51,12 +63,93 @@ def summary_markdown(table: pd.DataFrame, cores: int) -> str:
     return "\n".join(out)
 
 
+def planned_jobs(dry_run: str) -> pd.DataFrame:
+    """Rule and benchmark path (relative to ``results/benchmarks``) of each job in a ``snakemake -n`` listing."""
+    rows, rule = [], None
+    for line in dry_run.splitlines():
+        line = line.strip()
+        m = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line)
+        if m:
+            rule = m.group(1)
+            continue
+        m = re.match(r"^benchmark: (\S+)$", line)
+        if m and rule is not None:
+            path = m.group(1).split("benchmarks/", 1)[-1]
+            rows.append({"rule": rule, "path": str(Path(path).with_suffix(""))})
+            rule = None
+    if not rows:
+        raise SystemExit("no 'benchmark:' lines in the dry run; pass the output of 'snakemake -n --forceall'")
+    return pd.DataFrame(rows)
+
+
+def project(sample: pd.DataFrame, planned: pd.DataFrame, like: list[tuple[str, str]]) -> pd.DataFrame:
+    """Each planned job with the wall and CPU seconds of the sampled job it is taken to cost, and how."""
+    by_path = sample.set_index("path")
+    by_name = sample.groupby("name")[["wall_s", "cpu_s"]].mean()
+    for _, sampled in like:
+        if sampled not in by_path.index:
+            raise SystemExit(f"--like names {sampled!r}, which is not a sampled benchmark; "
+                             f"sampled: {', '.join(sorted(by_path.index))}")
+    out = []
+    for job in planned.itertuples():
+        name = re.sub(r"\d+", "{}", job.path)
+        source, wall, cpu = "not sampled", 0.0, 0.0
+        if job.path in by_path.index:
+            source = "sampled"
+            wall, cpu = by_path.loc[job.path, ["wall_s", "cpu_s"]]
+        else:
+            match = next((sampled for rx, sampled in like if re.search(rx, job.path)), None)
+            if match is not None:
+                source = f"like {match}"
+                wall, cpu = by_path.loc[match, ["wall_s", "cpu_s"]]
+            elif name in by_name.index:
+                source = "mean of its folded name"
+                wall, cpu = by_name.loc[name]
+        out.append({"rule": job.rule, "path": job.path, "name": name, "source": source,
+                    "wall_s": float(wall), "cpu_s": float(cpu)})
+    return pd.DataFrame(out)
+
+
+def projection_markdown(proj: pd.DataFrame, cores: int) -> str:
+    out = ["| rule | jobs | sampled | projected wall s | projected CPU s |", "| --- | --- | --- | --- | --- |"]
+    for rule, t in sorted(proj.groupby("rule"), key=lambda kv: -kv[1].cpu_s.sum()):
+        known = int((t.source != "not sampled").sum())
+        if known == 0:
+            continue  # listed below
+        out.append(f"| {rule} | {len(t)} | {known} | {t.wall_s.sum():.0f} | {t.cpu_s.sum():.0f} |")
+    wall, cpu = proj.wall_s.sum(), proj.cpu_s.sum()
+    missing = proj[proj.source == "not sampled"]
+    out.append(f"| **all** | {len(proj)} | {len(proj) - len(missing)} | {wall:.0f} | {cpu:.0f} |")
+    out.append("")
+    out.append(f"Projected: Σ wall (one job at a time) = {wall / 3600:.1f} h; Σ CPU / {cores} cores = "
+               f"{cpu / cores / 3600:.1f} h (a perfectly packed run on {cores} quiet cores, a lower bound).")
+    if len(missing):
+        rules = ", ".join(f"{r} ({n})" for r, n in missing.rule.value_counts().sort_index().items())
+        out.append(f"Not sampled, counted as 0 s: {len(missing)} jobs: {rules}.")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="?", default="results", type=Path)
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--project", type=Path, metavar="DRYRUN",
+                    help="output of 'snakemake -n --forceall' for the configuration to project")
+    ap.add_argument("--like", action="append", default=[], metavar="REGEX=SAMPLED",
+                    help="planned jobs whose benchmark path matches REGEX cost what sampled job SAMPLED cost")
     args = ap.parse_args(argv)
-    print(summary_markdown(benchmark_table(args.results), args.cores))
+    sample = benchmark_table(args.results)
+    if args.project is None:
+        print(summary_markdown(sample, args.cores))
+        return 0
+    like = []
+    for item in args.like:
+        if "=" not in item:
+            raise SystemExit(f"--like {item!r}: expected REGEX=SAMPLED_BENCHMARK")
+        rx, sampled = item.rsplit("=", 1)
+        like.append((rx, sampled))
+    proj = project(sample, planned_jobs(args.project.read_text()), like)
+    print(projection_markdown(proj, args.cores))
     return 0
 
 

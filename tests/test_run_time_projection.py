@@ -1,0 +1,77 @@
+"""bench/run_time.py's projection of a run from a sample of it: which sampled job each planned job is
+priced at (its own, a --like, the mean of its folded name, or none), on a hand-made sample."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+_spec = importlib.util.spec_from_file_location("run_time", Path(__file__).parents[1] / "bench" / "run_time.py")
+run_time = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run_time)
+
+DRY_RUN = """
+[Wed Dec  2 14:54:25 2026]
+rule mnist_approximants:
+    output: results/mnist/m/seed1/approx/step16.pt
+    benchmark: results/benchmarks/mnist/m/approx_seed1_step16.tsv
+    wildcards: model=m, seed=1, step=16
+[Wed Dec  2 14:54:25 2026]
+rule mnist_approximants:
+    benchmark: results/benchmarks/mnist/m/approx_seed2_step1024.tsv
+[Wed Dec  2 14:54:25 2026]
+rule cubic_grid_point:
+    benchmark: results/benchmarks/cubic/grid_seed0/a0_b0.tsv
+[Wed Dec  2 14:54:25 2026]
+rule cubic_grid_point:
+    benchmark: results/benchmarks/cubic/grid_seed1/a2_b3.tsv
+[Wed Dec  2 14:54:25 2026]
+localrule all:
+    input: results/scorecard.md
+[Wed Dec  2 14:54:25 2026]
+rule scorecard:
+    benchmark: results/benchmarks/scorecard.tsv
+"""
+
+
+def _sample(tmp_path: Path) -> Path:
+    rows = {"mnist/m/approx_seed0_step4096": (100.0, 150.0), "mnist/m/approx_seed0_step16384": (700.0, 900.0),
+            "cubic/grid_seed0/a0_b0": (20.0, 10.0), "cubic/grid_seed0/a6_b6": (30.0, 20.0)}
+    for name, (wall, cpu) in rows.items():
+        path = tmp_path / "benchmarks" / f"{name}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"s": [wall], "cpu_time": [cpu], "max_rss": [10.0]}).to_csv(path, sep="\t", index=False)
+    return tmp_path
+
+
+def test_planned_jobs_are_read_from_a_dry_run():
+    jobs = run_time.planned_jobs(DRY_RUN)
+    assert list(jobs.rule) == ["mnist_approximants", "mnist_approximants", "cubic_grid_point",
+                               "cubic_grid_point", "scorecard"]  # 'all' has no benchmark
+    assert jobs.path.iloc[0] == "mnist/m/approx_seed1_step16"
+
+
+def test_each_planned_job_is_priced_by_the_first_route_that_applies(tmp_path):
+    sample = run_time.benchmark_table(_sample(tmp_path))
+    like = [(r"approx_seed\d+_step(1024|16384)$", "mnist/m/approx_seed0_step16384"),
+            (r"approx_seed", "mnist/m/approx_seed0_step4096")]
+    proj = run_time.project(sample, run_time.planned_jobs(DRY_RUN), like).set_index("path")
+    assert proj.loc["mnist/m/approx_seed1_step16", ["wall_s", "cpu_s"]].tolist() == [100.0, 150.0]
+    assert proj.loc["mnist/m/approx_seed2_step1024", ["wall_s", "cpu_s"]].tolist() == [700.0, 900.0]
+    assert proj.loc["cubic/grid_seed0/a0_b0", "source"] == "sampled"
+    assert proj.loc["cubic/grid_seed0/a0_b0", "wall_s"] == 20.0
+    assert proj.loc["cubic/grid_seed1/a2_b3", "source"] == "mean of its folded name"
+    assert proj.loc["cubic/grid_seed1/a2_b3", "wall_s"] == 25.0
+    assert proj.loc["scorecard", "source"] == "not sampled" and proj.loc["scorecard", "wall_s"] == 0.0
+    text = run_time.projection_markdown(proj.reset_index(), cores=2)
+    assert "| **all** | 5 | 4 | 845 | 1075 |" in text
+    assert "Not sampled, counted as 0 s: 1 jobs: scorecard (1)." in text
+
+
+def test_a_like_that_names_no_sampled_job_is_refused(tmp_path):
+    sample = run_time.benchmark_table(_sample(tmp_path))
+    with pytest.raises(SystemExit, match="not a sampled benchmark"):
+        run_time.project(sample, run_time.planned_jobs(DRY_RUN), [("x", "mnist/m/nothing")])
