@@ -30,7 +30,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     Returns (x, iterations, relative residual per output [o], info); info's ``history`` holds the
     largest relative residual of the start (before the coarse correction) and after each iteration.
     """
-    bnorm = torch.diagonal(block_inner(rhs, rhs)).sqrt().clamp_min(torch.finfo(rhs[1].dtype).tiny)
+    bnorm = torch.diagonal(block_inner(rhs, rhs)).sqrt().clamp_min(torch.finfo(rhs[-1].dtype).tiny)
     X = x0
     R = add(rhs, op_hi(X), -1.0) if r0 is None else r0
     history = [float(relative_residual(R, bnorm).max())]  # of the start as given

@@ -37,14 +37,14 @@ def add(X: Theta, Y: Theta, a: float = 1.0) -> Theta:
 
 
 def block_inner(X: Theta, Y: Theta) -> torch.Tensor:
-    """[s, t] matrix of inner products between the columns (outputs) of two blocks."""
-    return (X[0][:, None] * Y[0][None, :] + X[1] @ Y[1].T
-            + X[2].reshape(X[2].shape[0], -1) @ Y[2].reshape(Y[2].shape[0], -1).T)
+    """[s, t] matrix of inner products between the columns (outputs) of two blocks (tuples of any
+    length whose parts have the outputs as leading dimension: (α, β, Γ) or a form (X,))."""
+    return sum(x.reshape(x.shape[0], -1) @ y.reshape(y.shape[0], -1).T for x, y in zip(X, Y))
 
 
 def block_combine(X: Theta, T: torch.Tensor) -> Theta:
-    """Columns recombined, X T for T [s, t]."""
-    return (T.T @ X[0], T.T @ X[1], (T.T @ X[2].reshape(X[2].shape[0], -1)).view(T.shape[1], *X[2].shape[1:]))
+    """Columns recombined, X T for T [s, t] (any tuple of parts, as :func:`block_inner`)."""
+    return tuple((T.T @ x.reshape(x.shape[0], -1)).view(T.shape[1], *x.shape[1:]) for x in X)
 
 
 class GramOperator:

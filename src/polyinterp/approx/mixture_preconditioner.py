@@ -48,6 +48,11 @@ def to_form(r) -> torch.Tensor:
     return X
 
 
+def form_to_dual(R: torch.Tensor):
+    """Inverse of :func:`to_form`: a residual's matrix [o, n, n] → (r₀, r₁, R₂) (r₁ from the first column)."""
+    return R[:, 0, 0], R[:, 1:, 0], R[:, 1:, 1:]
+
+
 def from_form(X: torch.Tensor):
     """Matrix [o, n, n] of g in x̃ → coefficients (α, β, Γ)."""
     return X[:, 0, 0], 2 * X[:, 1:, 0], X[:, 1:, 1:]
@@ -95,3 +100,31 @@ class MixturePreconditioner:
         Y = 0.5 * (Y + Y.transpose(1, 2))
         c = torch.einsum("jab,oab->oj", self.U, Y) @ self.cap_inv.T
         return from_form(Y - torch.einsum("oj,jab->oab", c, self.BU))
+
+    def in_basis(self) -> "BasisPreconditioner":
+        """The same preconditioner acting on forms in the basis Q (forms X [o, n, n] as 1-tuples, the
+        states of :class:`~polyinterp.approx.form_operator.FormGramOperator` in that basis): there
+        its base part is an elementwise division, so one application costs O(K·o·n²), no n³ product."""
+        return BasisPreconditioner(self)
+
+
+class BasisPreconditioner:
+    """:class:`MixturePreconditioner` in its own basis Q, in the mixture's precision: a residual form
+    R̃ = QᵀRQ maps to Ỹ − Σ_j c_j (QᵀB⁻¹U_jQ) with Ỹ = R̃ ⊙ D⁻¹ and c = cap⁻¹ ⟨QᵀU_jQ, Ỹ⟩
+    (the Woodbury correction of :class:`MixturePreconditioner`, rotated; symmetric positive definite
+    in the Frobenius inner product)."""
+
+    def __init__(self, pc: MixturePreconditioner):
+        Q = pc.Q
+        self.Dinv = 1 / pc.D
+        self.U = (Q.T @ pc.U @ Q).reshape(pc.U.shape[0], -1)
+        self.BU = (Q.T @ pc.BU @ Q).reshape(pc.BU.shape[0], -1)
+        self.cap_inv = pc.cap_inv
+
+    def __call__(self, state):
+        (R,) = state
+        o = R.shape[0]
+        Y = R * self.Dinv.to(R.dtype)
+        c = (Y.reshape(o, -1) @ self.U.T.to(R.dtype)) @ self.cap_inv.T.to(R.dtype)
+        Y = Y - (c @ self.BU.to(R.dtype)).view_as(Y)
+        return (0.5 * (Y + Y.transpose(1, 2)),)

@@ -12,16 +12,20 @@ Isserlis gives E[g] = c + tr(ΓΣ), E[g z] = Σb, E[g z zᵀ] = (c + tr(ΓΣ))Σ
 right-hand side E[f z] = Σ E∇f, E[f z zᵀ] = E[f]Σ + Σ E[∇²f] Σ. Nothing of size d² × d² is formed.
 
 The system is solved in coordinates whitened by the mixture's total covariance by block PCG
-(:mod:`polyinterp.approx.block_pcg`) with the joint-diagonal preconditioner
-(:mod:`polyinterp.approx.mixture_preconditioner`; or the closed-form inverse of the moment-matched
-Gaussian N(0, I)'s Gram operator, Γ = (R − r₀I)/2, β = r₁, α = r₀ − tr Γ), deflating the isolated
-eigenvalues that the plan found (:mod:`polyinterp.approx.deflation`). Products inside the iteration
-run in ``inner_dtype`` (the preconditioner's too): ``"auto"`` picks bfloat16 for the d³ products
-where the hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and
-d ≥ 256, float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by
-the float64 one whenever it has dropped tenfold (reliable updates), and convergence is declared on a
-float64 residual only, so ``tol`` holds in float64 whatever the inner precision (lower precision
-may cost iterations; measurements in ``bench/README.md``).
+(:mod:`polyinterp.approx.block_pcg`) on the quadratics as forms x̃ᵀXx̃ (x̃ = (1, x)) in the
+preconditioner's basis Q (:mod:`polyinterp.approx.form_operator`): with the joint-diagonal
+preconditioner (:mod:`polyinterp.approx.mixture_preconditioner`) Q jointly diagonalises the components'
+second moments and the preconditioner is an elementwise division plus a rank-(K + 1) Woodbury
+correction, with no d³ product; with the moment-matched one (the closed-form inverse of the Gram
+operator of N(0, I), Γ = (R − r₀I)/2, β = r₁, α = r₀ − tr Γ) Q is the identity. The isolated
+eigenvalues that the plan found are deflated (:mod:`polyinterp.approx.deflation`). The Gram products
+inside the iteration run in ``inner_dtype``: ``"auto"`` picks bfloat16 for the d³ products where the
+hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and d ≥ 256,
+float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by the float64
+one whenever it has dropped tenfold (reliable updates), and convergence is declared on a float64
+residual only, in the Frobenius norm of the residual's form (r₀² + 2‖r₁‖² + ‖R₂‖², the same in every
+basis Q), so ``tol`` holds in float64 whatever the inner precision (lower precision may cost
+iterations; measurements in ``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.block_pcg import block_pcg, relative_residual
 from polyinterp.approx.deflation import Deflation
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.gram_operator import GramOperator, Theta, add, block_inner, cast, sym
+from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
+from polyinterp.approx.gram_operator import Theta, add, block_inner, cast, sym
 from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner
+from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, form_to_dual, to_form
 from polyinterp.approx.quadratic_gaussian import quadratic_gaussian
 from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.stein import stein_data
@@ -84,8 +89,9 @@ def fast_inner_dtype(device) -> torch.dtype:
 INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
 
 
-def _inner_operator(wmix: GaussianMixture, inner_dtype):
-    """(operator inside the iteration or None for float64, resolved dtype)."""
+def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype):
+    """(operator inside the iteration, resolved dtype): ``op_hi`` itself for float64, else a float32
+    copy of it whose products run in the resolved dtype (input and output stay float64)."""
     if isinstance(inner_dtype, str):
         if inner_dtype not in INNER_DTYPES:
             raise ApproxInputError(f"inner_dtype must be one of {sorted(INNER_DTYPES)}, got {inner_dtype!r}")
@@ -94,11 +100,11 @@ def _inner_operator(wmix: GaussianMixture, inner_dtype):
         # below d ≈ 256 the products are cheap and bfloat16 would only cost iterations
         inner_dtype = fast_inner_dtype(wmix.device) if wmix.d >= 256 else torch.float32
     if inner_dtype is None or inner_dtype == wmix.dtype:
-        return None, wmix.dtype
+        return op_hi, wmix.dtype
     if inner_dtype not in (torch.float32, torch.bfloat16):
         raise ApproxInputError(f"inner_dtype must be 'auto', None, torch.float32 or torch.bfloat16 (or one of "
                                f"{sorted(INNER_DTYPES)}), got {inner_dtype!r}")
-    lo = GramOperator(wmix.to(dtype=torch.float32), product_dtype=inner_dtype)
+    lo = op_hi.to(torch.float32, product_dtype=inner_dtype)
     return (lambda th: cast(lo(cast(th, torch.float32)), wmix.dtype)), inner_dtype
 
 
@@ -131,33 +137,36 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     plan = plan.to(mixture.device, mixture.dtype)
     W = plan.whitening
     wmix = plan.whiten(mixture)
-    op_hi = GramOperator(wmix)
-    op_lo, resolved = _inner_operator(wmix, inner_dtype)
-    op_lo = op_lo or op_hi
+    # the iteration runs on forms x̃ᵀXx̃ in the preconditioner's basis Q (identity for the moment-matched
+    # one), where the joint-diagonal preconditioner needs no n³ product (polyinterp.approx.form_operator)
+    Q = plan.basis if preconditioner == "joint_diagonal" else torch.eye(W.rank + 1, dtype=mixture.dtype,
+                                                                         device=mixture.device)
+    op_hi = FormGramOperator(wmix, Q)
+    op_lo, resolved = _inner_operator(op_hi, wmix, inner_dtype)
+    to_q = lambda theta: (rotate(theta_to_form(theta), Q),)  # noqa: E731  coefficients → state
+    dual_to_q = lambda r: (rotate(to_form(r), Q),)  # noqa: E731  right-hand side → state
     deflation = None
     if preconditioner == "joint_diagonal":
-        # the preconditioner need not be exact: its products run in the inner precision too (in bfloat16
-        # it is symmetric only to ~1e-2; PCG still converges, at the cost of a few iterations)
-        precond = MixturePreconditioner(wmix, plan.basis, dtype=resolved)
+        precond = MixturePreconditioner(wmix, plan.basis, dtype=None).in_basis()
         if plan.deflation is not None and plan.deflation[0].shape[0] > 0:
-            deflation = Deflation(plan.deflation, op_hi)
+            deflation = Deflation(to_q(plan.deflation), op_hi)
     else:
-        precond = standard_gaussian_inverse
+        precond = lambda R: (theta_to_form(standard_gaussian_inverse(form_to_dual(R[0]))),)  # noqa: E731
     t_setup = time.perf_counter() - t_setup
     wmodel = model.affine(W.M, W.shift)
-    rhs = rhs_mixture(wmodel, wmix)
+    rhs = dual_to_q(rhs_mixture(wmodel, wmix))
     eye = torch.eye(W.rank, dtype=mixture.dtype, device=mixture.device)
     zero = torch.zeros(W.rank, dtype=mixture.dtype, device=mixture.device)
     mm = quadratic_gaussian(wmodel, zero, eye)
-    x0, start, r0 = (mm.alpha, mm.beta, mm.gamma), "moment_matched", None
+    x0, start, r0 = to_q((mm.alpha, mm.beta, mm.gamma)), "moment_matched", None
     if warm_start is not None:
         # keep the warm start only if its residual beats the moment-matched start's
         ws = warm_start.to(mixture.device, mixture.dtype).quadratic().compose(W.M, W.shift)
-        x_ws = (ws.alpha, ws.beta, ws.gamma)
+        x_ws = to_q((ws.alpha, ws.beta, ws.gamma))
         if warm_start_model is not None:
             prev = warm_start_model.to(mixture.device, mixture.dtype).affine(W.M, W.shift)
             mm_prev = quadratic_gaussian(prev, zero, eye)
-            x_ws = add(x_ws, add(x0, (mm_prev.alpha, mm_prev.beta, mm_prev.gamma), -1.0))
+            x_ws = add(x_ws, add(x0, to_q((mm_prev.alpha, mm_prev.beta, mm_prev.gamma)), -1.0))
         bnorm = torch.diagonal(block_inner(rhs, rhs)).sqrt()
         r_ws = add(rhs, op_hi(x_ws), -1.0)
         # r_mm = r_ws + A(x_ws − x_mm) only decides the start (to a few per cent), so the inner
@@ -168,7 +177,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
             start = "warm_start (closed-form corrected)" if warm_start_model is not None else "warm_start"
         else:
             start = "moment_matched (warm start was worse)"
-    x, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation)
+    xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation)
+    x = form_to_theta(Q @ xq[0] @ Q.T)
     g = Approximant(x[0], x[1], sym(x[2]), {})
     out = g.compose(W.P, -(W.P @ W.shift))
     out.fit_info = {

@@ -1,0 +1,106 @@
+"""The mixture quadratic's normal equations as forms in x̃ = (1, x), in a rotated basis.
+
+A quadratic g(x) = α + βᵀx + xᵀΓx is the form x̃ᵀXx̃ with X = J(θ) = [[α, βᵀ/2], [β/2, Γ]]. Under
+component k (second moment M_k = E_k[x̃x̃ᵀ], mean m̃_k = (1, μ_k)) Isserlis gives
+E_k[g x̃x̃ᵀ] = 2 M_k X M_k + tr(M_k X) M_k − 2 (m̃_kᵀXm̃_k) m̃_k m̃_kᵀ, so the normal equations
+E[g x̃x̃ᵀ] = E[f x̃x̃ᵀ] read G(X) = F with
+
+    G(X) = Σ_k w_k [2 M_k X M_k + tr(M_k X) M_k − 2 (m̃_kᵀXm̃_k) m̃_k m̃_kᵀ],   F = T(r),
+
+T the map of the right-hand side (E f, E f x, E f x xᵀ) to its matrix [[E f, E f xᵀ], [E f x, E f x xᵀ]]
+(:func:`~polyinterp.approx.mixture_preconditioner.to_form`). G is self-adjoint and positive
+semi-definite in the Frobenius inner product (⟨X', G(X)⟩ = E[g g']) and stays so under any rotation
+X ↦ QᵀXQ, M_k ↦ QᵀM_kQ, m̃_k ↦ Qᵀm̃_k (Frobenius norms are unchanged). In the basis Q that jointly
+diagonalises the M_k the joint-diagonal preconditioner is an elementwise division plus a rank-(K + 1)
+Woodbury correction, with no n³ product (:meth:`MixturePreconditioner.in_basis`): the solver iterates
+there (:func:`~polyinterp.approx.quadratic_mixture.quadratic_mixture`).
+
+A state is a 1-tuple (X [o, n, n],) so that :mod:`polyinterp.approx.block_pcg` and
+:mod:`polyinterp.approx.deflation` handle it as they handle (α, β, Γ).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from polyinterp.approx.gram_operator import Theta, sym
+from polyinterp.approx.mixture import GaussianMixture
+from polyinterp.approx.mixture_preconditioner import from_form, second_moments
+
+
+def theta_to_form(theta: Theta) -> torch.Tensor:
+    """J: coefficients (α [o], β [o, d], Γ [o, d, d]) → the form X [o, d + 1, d + 1] (x̃ᵀXx̃ = g)."""
+    a, b, G = theta
+    o, d = b.shape
+    X = b.new_empty(o, d + 1, d + 1)
+    X[:, 0, 0], X[:, 0, 1:], X[:, 1:, 0], X[:, 1:, 1:] = a, 0.5 * b, 0.5 * b, G
+    return X
+
+
+def form_to_theta(X: torch.Tensor) -> Theta:
+    """J⁻¹ (the inverse of :func:`theta_to_form`; Γ symmetrised)."""
+    a, b, G = from_form(X)
+    return a, b, sym(G)
+
+
+def rotate(X: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+    """QᵀXQ for every form of the block X [o, n, n] (or a single [n, n])."""
+    return Q.T @ X @ Q
+
+
+PAD = 32
+
+
+def _padded(M: torch.Tensor) -> torch.Tensor:
+    """M [K, n, n] zero-padded to n rounded up to a multiple of :data:`PAD`: GEMMs of odd sizes are
+    slow (one n = 785 product block in float32 on a 2-core AVX2 CPU: 0.32 s, at 784: 0.24 s, padded to
+    800: 0.20 s); the zero rows and columns leave the n × n block of M X M unchanged."""
+    n = M.shape[-1]
+    p = -(-n // PAD) * PAD
+    if p == n:
+        return M
+    out = M.new_zeros(M.shape[0], p, p)
+    out[:, :n, :n] = M
+    return out
+
+
+class FormGramOperator:
+    """(X,) ↦ (G(X),) of the module docstring in the basis Q (identity when omitted), exactly
+    symmetrised. ``product_dtype``: the precision of the two n × n × n products M_k X M_k per output
+    and component, nearly all the flops (default: the mixture's dtype), on forms zero-padded to a multiple
+    of :data:`PAD` rows; the rest is in the mixture's."""
+
+    def __init__(self, mixture: GaussianMixture, basis: torch.Tensor | None = None,
+                 product_dtype: torch.dtype | None = None):
+        mt, M = second_moments(mixture)
+        if basis is not None:
+            Q = basis.to(M.device, M.dtype)
+            M, mt = rotate(M, Q), mt @ Q
+        self.w, self.mt, self.M = mixture.weights, mt, sym(M)
+        self.product_dtype = product_dtype or mixture.dtype
+        self.M_prod = _padded(self.M.to(self.product_dtype))
+
+    def to(self, dtype: torch.dtype, product_dtype: torch.dtype | None = None) -> "FormGramOperator":
+        """The same operator with its moments in ``dtype`` (products in ``product_dtype``)."""
+        op = object.__new__(FormGramOperator)
+        op.w, op.mt, op.M = self.w.to(dtype), self.mt.to(dtype), self.M.to(dtype)
+        op.product_dtype = product_dtype or dtype
+        op.M_prod = _padded(self.M.to(op.product_dtype))
+        return op
+
+    def __call__(self, state: Theta) -> Theta:
+        (X,) = state
+        w, mt, M = self.w.to(X.dtype), self.mt.to(X.dtype), self.M.to(X.dtype)
+        o, n, _ = X.shape
+        p = self.M_prod.shape[-1]
+        Xp = X.new_zeros(o, p, p, dtype=self.product_dtype)
+        Xp[:, :n, :n] = X
+        out = torch.zeros_like(X)
+        for k in range(w.shape[0]):
+            MXM = (torch.matmul(self.M_prod[k], Xp).reshape(o * p, p) @ self.M_prod[k]).view(o, p, p)
+            out.add_(MXM[:, :n, :n].to(X.dtype), alpha=float(2 * w[k]))
+        tr = X.reshape(o, -1) @ M.reshape(M.shape[0], -1).T  # [o, K]: tr(M_k X), M_k symmetric
+        mXm = ((X @ mt.T) * mt.T[None]).sum(1)  # [o, K]: m̃_kᵀ X m̃_k
+        out += torch.einsum("ok,kab->oab", tr * w, M)
+        out -= 2 * torch.einsum("ok,ka,kb->oab", mXm * w, mt, mt)
+        return (sym(out),)

@@ -1,0 +1,86 @@
+"""The form-space Gram operator and the preconditioner in its own basis (what the exact solver iterates
+on), each against the coefficient-space route it replaces: GramOperator, MixturePreconditioner, rotated."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
+from polyinterp.approx.gram_operator import GramOperator
+from polyinterp.approx.joint_diagonal import joint_diagonalize
+from polyinterp.approx.mixture import GaussianMixture
+from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, second_moments, to_form
+from polyinterp.approx.whitening import whiten_mixture, whitening
+
+DT = torch.float64
+
+
+def _whitened(d: int, K: int, seed: int) -> GaussianMixture:
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(K, d, d, generator=g, dtype=DT)
+    covs = A @ A.transpose(1, 2) / d + 0.1 * torch.eye(d, dtype=DT)
+    w = torch.rand(K, generator=g, dtype=DT) + 0.2
+    mix = GaussianMixture(w / w.sum(), 2 * torch.randn(K, d, generator=g, dtype=DT), covs)
+    return whiten_mixture(mix, whitening(mix))
+
+
+def _theta(o: int, d: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    G = torch.randn(o, d, d, generator=g, dtype=DT)
+    return (torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
+            G + G.transpose(1, 2))
+
+
+def _basis(mix: GaussianMixture) -> torch.Tensor:
+    return joint_diagonalize(second_moments(mix)[1], mix.weights, sweeps=3, block=2)
+
+
+def test_form_and_coefficients_round_trip_and_evaluate_the_same_quadratic():
+    a, b, G = _theta(3, 5, seed=1)
+    X = theta_to_form((a, b, G))
+    for x, y in zip(form_to_theta(X), (a, b, G)):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    x = torch.randn(7, 5, dtype=DT, generator=torch.Generator().manual_seed(2))
+    xt = torch.cat([torch.ones(7, 1, dtype=DT), x], 1)
+    want = a[None] + x @ b.T + torch.einsum("ni,oij,nj->no", x, G, x)
+    torch.testing.assert_close(torch.einsum("ni,oij,nj->no", xt, X, xt), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rotated", [False, True])
+def test_form_gram_operator_is_the_gram_operator_in_form_space(rotated):
+    """G(QᵀJ(θ)Q) = Qᵀ T(GramOperator(θ)) Q: the same normal equations, any orthogonal basis."""
+    mix = _whitened(6, 3, seed=3)
+    Q = _basis(mix) if rotated else torch.eye(7, dtype=DT)
+    theta = _theta(4, 6, seed=4)
+    (got,) = FormGramOperator(mix, Q)((rotate(theta_to_form(theta), Q),))
+    want = rotate(to_form(GramOperator(mix)(theta)), Q)
+    torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-11)
+
+
+def test_form_gram_operator_in_lower_precision_is_close_and_symmetric():
+    mix = _whitened(6, 3, seed=5)
+    Q = _basis(mix)
+    X = rotate(theta_to_form(_theta(2, 6, seed=6)), Q)
+    op = FormGramOperator(mix, Q)
+    (hi,) = op((X,))
+    (lo,) = op.to(torch.float32, product_dtype=torch.float32)((X.float(),))
+    assert lo.dtype == torch.float32
+    torch.testing.assert_close(lo, lo.transpose(1, 2), rtol=0, atol=0)
+    assert float((lo.double() - hi).norm() / hi.norm()) < 1e-5
+
+
+def test_the_preconditioner_in_its_basis_is_the_preconditioner_rotated():
+    """BasisPreconditioner(QᵀT(r)Q) = Qᵀ J(MixturePreconditioner(r)) Q, and it is symmetric in the
+    Frobenius inner product (⟨Y, P⁻¹X⟩ = ⟨X, P⁻¹Y⟩)."""
+    mix = _whitened(5, 4, seed=7)
+    Q = _basis(mix)
+    pc = MixturePreconditioner(mix, Q, dtype=None)
+    r = _theta(3, 5, seed=8)
+    r = (r[0], r[1], r[2])
+    (got,) = pc.in_basis()((rotate(to_form(r), Q),))
+    want = rotate(theta_to_form(pc(r)), Q)
+    torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-11)
+    X, Y = (rotate(theta_to_form(_theta(1, 5, seed=s)), Q) for s in (9, 10))
+    (PX,), (PY,) = pc.in_basis()((X,)), pc.in_basis()((Y,))
+    assert float((Y * PX).sum()) == pytest.approx(float((X * PY).sum()), rel=1e-12)
