@@ -30,6 +30,11 @@ from pathlib import Path
 import pandas as pd
 
 
+def fold(path: str) -> str:
+    """A benchmark path with its wildcard values (every run of digits) folded to ``{}``."""
+    return re.sub(r"\d+", "{}", path)
+
+
 def benchmark_table(results: Path) -> pd.DataFrame:
     """One row per benchmark file: name (wildcards folded), wall s, CPU s, peak RSS (MB)."""
     rows = []
@@ -37,10 +42,9 @@ def benchmark_table(results: Path) -> pd.DataFrame:
         df = pd.read_csv(path, sep="\t")
         if df.empty:
             continue
-        name = re.sub(r"\d+", "{}", str(path.relative_to(results / "benchmarks").with_suffix("")))
+        rel = str(path.relative_to(results / "benchmarks").with_suffix(""))
         last = df.iloc[-1]  # one row per repeat; Snakemake writes one unless asked for more
-        rows.append({"path": str(path.relative_to(results / "benchmarks").with_suffix("")),
-                     "name": name, "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
+        rows.append({"path": rel, "name": fold(rel), "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
                      "max_rss_mb": float(last["max_rss"]) if last["max_rss"] != "-" else float("nan")})
     if not rows:
         raise SystemExit(f"no benchmark files under {results / 'benchmarks'}; run the workflow first")
@@ -92,7 +96,7 @@ def project(sample: pd.DataFrame, planned: pd.DataFrame, like: list[tuple[str, s
                              f"sampled: {', '.join(sorted(by_path.index))}")
     out = []
     for job in planned.itertuples():
-        name = re.sub(r"\d+", "{}", job.path)
+        name = fold(job.path)
         source, wall, cpu = "not sampled", 0.0, 0.0
         if job.path in by_path.index:
             source = "sampled"

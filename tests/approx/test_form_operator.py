@@ -67,7 +67,7 @@ def test_form_gram_operator_in_lower_precision_is_close_and_symmetric():
     (lo,) = op.to(torch.float32, product_dtype=torch.float32)((X.float(),))
     assert lo.dtype == torch.float32
     torch.testing.assert_close(lo, lo.transpose(1, 2), rtol=0, atol=0)
-    assert float((lo.double() - hi).norm() / hi.norm()) < 1e-5
+    assert float((lo.double() - hi).norm() / hi.norm()) < 2e-6  # float32 round-off: 1e-7 to 2e-7 here
 
 
 def test_the_preconditioner_in_its_basis_is_the_preconditioner_rotated():
@@ -77,7 +77,6 @@ def test_the_preconditioner_in_its_basis_is_the_preconditioner_rotated():
     Q = _basis(mix)
     pc = MixturePreconditioner(mix, Q, dtype=None)
     r = _theta(3, 5, seed=8)
-    r = (r[0], r[1], r[2])
     (got,) = pc.in_basis()((rotate(to_form(r), Q),))
     want = rotate(theta_to_form(pc(r)), Q)
     torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-11)

@@ -25,16 +25,13 @@ import torch
 
 from polyinterp.approx.gram_operator import Theta, sym
 from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import from_form, second_moments
+from polyinterp.approx.mixture_preconditioner import from_form, second_moments, to_form
 
 
 def theta_to_form(theta: Theta) -> torch.Tensor:
     """J: coefficients (α [o], β [o, d], Γ [o, d, d]) → the form X [o, d + 1, d + 1] (x̃ᵀXx̃ = g)."""
     a, b, G = theta
-    o, d = b.shape
-    X = b.new_empty(o, d + 1, d + 1)
-    X[:, 0, 0], X[:, 0, 1:], X[:, 1:, 0], X[:, 1:, 1:] = a, 0.5 * b, 0.5 * b, G
-    return X
+    return to_form((a, 0.5 * b, G))
 
 
 def form_to_theta(X: torch.Tensor) -> Theta:
@@ -52,9 +49,9 @@ PAD = 32
 
 
 def _padded(M: torch.Tensor) -> torch.Tensor:
-    """M [K, n, n] zero-padded to n rounded up to a multiple of :data:`PAD`: GEMMs of odd sizes are
-    slow (one n = 785 product block in float32 on a 2-core AVX2 CPU: 0.32 s, at 784: 0.24 s, padded to
-    800: 0.20 s); the zero rows and columns leave the n × n block of M X M unchanged."""
+    """M [K, n, n] zero-padded to n rounded up to a multiple of :data:`PAD` (GEMMs of odd sizes such as
+    n = d + 1 = 785 are slow; measured in bench/README.md, "Iterating on forms"); the zero rows and
+    columns leave the n × n block of M X M unchanged."""
     n = M.shape[-1]
     p = -(-n // PAD) * PAD
     if p == n:

@@ -178,8 +178,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         else:
             start = "moment_matched (warm start was worse)"
     xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation)
-    x = form_to_theta(Q @ xq[0] @ Q.T)
-    g = Approximant(x[0], x[1], sym(x[2]), {})
+    g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
     out = g.compose(W.P, -(W.P @ W.shift))
     out.fit_info = {
         "method": "exact", "degree": 2, "iterations": it, "residual": float(rel.max()), "tol": tol,
