@@ -50,6 +50,8 @@ from pathlib import Path
 
 import torch
 
+from polyinterp.approx.solver_plan import LOGDET_SWEEPS
+
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
 
 
@@ -162,7 +164,8 @@ def _run_one(cfg: dict) -> list[dict]:
     inner = cfg.get("inner_dtype", "auto")
     if method == "quadratic_exact" and K > 1:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
-        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60))
+        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60),
+                                logdet_sweeps=cfg.get("logdet_sweeps", LOGDET_SWEEPS))
         out["plan_seconds"] = plan.seconds
         out["product_seconds"] = gram_product_seconds(plan.whiten(mix), device)
     t0 = time.perf_counter()
@@ -272,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--jd-sweeps", type=int, default=2, help="Jacobi sweeps of the solver plan (once per mixture)")
+    ap.add_argument("--logdet-sweeps", type=int, default=LOGDET_SWEEPS,
+                    help="log-det Jacobi sweeps of the solver plan after --jd-sweeps (0: none)")
     ap.add_argument("--preconditioner", default="joint_diagonal", choices=["joint_diagonal", "moment_matched"])
     ap.add_argument("--deflation-steps", type=int, default=60, help="Lanczos steps of the plan's deflation (0: none)")
     ap.add_argument("--inner-dtype", default="auto", choices=sorted(INNER_DTYPES), help="precision inside PCG")
@@ -326,7 +331,8 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                     cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
-                           "jd_sweeps": args.jd_sweeps, "preconditioner": args.preconditioner,
+                           "jd_sweeps": args.jd_sweeps, "logdet_sweeps": args.logdet_sweeps,
+                           "preconditioner": args.preconditioner,
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
                            "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads,
                            "pc_tol": args.pc_tol, "pc_inner_dtype": args.pc_inner_dtype}

@@ -10,9 +10,26 @@ For speed the n indices are split into blocks of size ``block``; a round-robin t
 the blocks, all pairs of a round are treated at once (their 2b × 2b sub-problems are diagonalised
 by one vectorised round-robin Jacobi sweep), and each round's rotations are applied to the full
 matrices as batched matrix products. A sweep visits every index pair at least once.
+
+Two criteria (``criterion``): ``"frobenius"``, the off-diagonal mass above (closed-form rotations),
+and ``"logdet"``, Pham's criterion for positive definite matrices (Pham 2001, SIAM J. Matrix Anal.
+Appl. 22; here restricted to orthogonal Q),
+
+    Σ_k w_k [log det diag(QᵀM_kQ) − log det M_k] ≥ 0   (0 iff every QᵀM_kQ is diagonal),
+
+the weighted Kullback–Leibler divergence of each N(0, M_k) from its diagonal approximation. It weighs
+an off-diagonal entry by the diagonal entries beside it, (QᵀM_kQ)_pq² / (λ_kp λ_kq), so a class's
+small-variance directions count as much as its large ones, where the Frobenius criterion sees only
+the large. For the pair (p, q) with a = M_k[p,p], b = M_k[q,q], c = M_k[p,q], s = (a + b)/2 and
+h = (a − b)/2 the rotation by θ leaves λ_kp λ_kq = s² − (h cos 2θ + c sin 2θ)², so the optimal angle
+maximises −Σ_k w_k log(1 − ((h_k cos φ + c_k sin φ)/s_k)²) over φ = 2θ ∈ [0, π): found on a grid of
+:data:`LOGDET_GRID` angles refined by :data:`NEWTON_STEPS` Newton steps (each kept only where it
+gains), and never worse than no rotation, so no rotation increases the criterion.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -52,6 +69,42 @@ def _rotations(A: torch.Tensor, w: torch.Tensor, p: torch.Tensor, q: torch.Tenso
     return c, s
 
 
+LOGDET_GRID = 64
+NEWTON_STEPS = 3
+
+
+def _rotations_logdet(A: torch.Tensor, w: torch.Tensor, p: torch.Tensor, q: torch.Tensor):
+    """The log-det criterion's (cos, sin) for the pairs (p, q) of A [K, B, m, m] (module docstring);
+    zero (padding) rows get no rotation."""
+    a, b, c = A[..., p, p], A[..., q, q], A[..., p, q]  # [K, B, P]
+    s = 0.5 * (a + b)
+    ok = s > torch.finfo(A.dtype).tiny ** 0.5
+    s = torch.where(ok, s, torch.ones_like(s))
+    h, c = torch.where(ok, 0.5 * (a - b) / s, 0.0), torch.where(ok, c / s, 0.0)
+    wv = w.view(-1, *([1] * h.dim()))
+
+    def parts(phi: torch.Tensor):  # x, x' and 1 − x² at angles phi [B, P, G], broadcast over K
+        cos, sin = torch.cos(phi), torch.sin(phi)
+        x, dx = h[..., None] * cos + c[..., None] * sin, c[..., None] * cos - h[..., None] * sin
+        return x, dx, (1 - x * x).clamp_min(1e-300)
+
+    def gain(phi: torch.Tensor) -> torch.Tensor:  # the criterion's decrease [B, P, G]
+        return -(wv * torch.log(parts(phi)[2])).sum(0)
+
+    grid = torch.arange(LOGDET_GRID, dtype=A.dtype, device=A.device) * (math.pi / LOGDET_GRID)
+    best = grid[gain(grid).argmax(-1, keepdim=True)]  # [B, P, 1]
+    for _ in range(NEWTON_STEPS):  # Newton on the gain, each step kept only where it gains
+        x, dx, u = parts(best)
+        d1 = (wv * 2 * x * dx / u).sum(0)
+        d2 = (wv * (2 * (dx * dx - x * x) * u + 4 * x * x * dx * dx) / (u * u)).sum(0)
+        step = torch.where(d2 < 0, -d1 / d2.clamp_max(-torch.finfo(A.dtype).tiny), 0.0)
+        step = step.clamp(-math.pi / LOGDET_GRID, math.pi / LOGDET_GRID)
+        best = torch.where(gain(best + step) > gain(best), best + step, best)
+    zero = torch.zeros_like(best)
+    best = torch.where(gain(best) > gain(zero), best, zero)[..., 0]  # never worse than no rotation
+    return torch.cos(0.5 * best), torch.sin(0.5 * best)
+
+
 def _rotate(T: torch.Tensor, p, q, c, s, dim: int) -> None:
     """In place: indices p, q of dimension ``dim`` (−1 or −2) of T mixed by the rotations (c, s)."""
     if dim == -1:
@@ -64,17 +117,24 @@ def _rotate(T: torch.Tensor, p, q, c, s, dim: int) -> None:
         T[..., p, :], T[..., q, :] = cc * Tp + ss * Tq, cc * Tq - ss * Tp
 
 
-def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor, rounds) -> torch.Tensor:
+def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor, rounds, rotations=_rotations) -> torch.Tensor:
     """One round-robin sweep (``rounds`` = ``_round_robin(m)`` on A's device) on A [K, B, m, m]
     (m even, modified in place); returns R [B, m, m] with A_new = Rᵀ A_old R."""
     m = A.shape[-1]
     R = torch.eye(m, dtype=A.dtype, device=A.device).expand(A.shape[1], m, m).clone()
     for p, q in rounds:
-        c, s = _rotations(A, w, p, q)
+        c, s = rotations(A, w, p, q)
         _rotate(A, p, q, c, s, -1)
         _rotate(A, p, q, c, s, -2)
         _rotate(R, p, q, c, s, -1)
     return R
+
+
+def logdet_divergence(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:
+    """Σ_k w_k [log det diag(QᵀM_kQ) − log det M_k] (the ``"logdet"`` criterion; M_k positive definite)."""
+    M = mats if Q is None else Q.T @ mats @ Q
+    diag = torch.diagonal(M, dim1=-2, dim2=-1).log().sum(-1)
+    return float((weights * (diag - torch.linalg.slogdet(mats)[1])).sum())
 
 
 def off_diagonal_mass(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:
@@ -84,10 +144,23 @@ def off_diagonal_mass(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor
     return float((weights * (off**2).sum((-1, -2))).sum())
 
 
-def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int = 2, block: int = 16) -> torch.Tensor:
+CRITERIA = {"frobenius": _rotations, "logdet": _rotations_logdet}
+
+
+def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int = 2, block: int = 16,
+                      criterion: str = "frobenius", start: torch.Tensor | None = None) -> torch.Tensor:
     """An orthogonal Q [n, n] with QᵀM_kQ nearly diagonal for all k (mats [K, n, n] symmetric,
-    weights [K] ≥ 0). ``sweeps`` block sweeps; cost per sweep ≈ (n/b) batched passes over the
+    weights [K] ≥ 0; positive definite for ``criterion="logdet"``). ``sweeps`` block sweeps of the
+    ``criterion``'s rotations (module docstring), none of which increases it, from the orthogonal
+    ``start`` (identity when omitted; Q = start·R). Cost per sweep ≈ (n/b) batched passes over the
     K n² entries plus the small sub-problems."""
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {criterion!r}")
+    if start is not None:
+        start = start.to(mats.dtype)
+        return start @ joint_diagonalize(start.T @ mats @ start, weights, sweeps=sweeps, block=block,
+                                         criterion=criterion)
+    rotations = CRITERIA[criterion]
     K, n, _ = mats.shape
     b = max(1, min(block, (n + 1) // 2))
     nb = -(-n // b)
@@ -105,7 +178,7 @@ def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int 
             between_iterations()
             idx = torch.cat([blocks[bp], blocks[bq]], 1)  # [P, 2b]
             sub = M[:, idx[:, :, None], idx[:, None, :]]  # [K, P, 2b, 2b]
-            R = _jacobi_sweep(sub, w, inner)  # [P, 2b, 2b]
+            R = _jacobi_sweep(sub, w, inner, rotations)  # [P, 2b, 2b]
             flat = idx.reshape(-1)
             P = idx.shape[0]
             cols = M[:, :, flat].view(K, N, P, 2 * b)

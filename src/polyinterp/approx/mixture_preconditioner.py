@@ -10,7 +10,9 @@ In whitened coordinates Σ_k w_k M_k = I. The preconditioner keeps what is cheap
 
 * the Kronecker part Σ_k w_k M_k ⊗ M_k with every M_k replaced by its diagonal in a basis Q that
   jointly diagonalises the M_k (``joint_diagonalize``, computed once per mixture by
-  :class:`~polyinterp.approx.solver_plan.SolverPlan`): X ↦ Q [(QᵀXQ) ⊙ D] Qᵀ with
+  :class:`~polyinterp.approx.solver_plan.SolverPlan`; its log-det sweeps matter where the ridge is
+  small: a form u vᵀ with u large in one class and v small there is preconditioned by λ_ku λ_kv, so
+  v's small variance in that class must be right relatively, not only absolutely): X ↦ Q [(QᵀXQ) ⊙ D] Qᵀ with
   D_ij = 2 Σ_k w_k λ_ki λ_kj, λ_k = diag(QᵀM_kQ) > 0 — exactly invertible elementwise;
 * the rank-K trace terms tr(M_k X) M_k exactly, and −2 X₀₀ e₀e₀ᵀ (the mean terms of the
   moment-matched Gaussian), both by the Woodbury identity. The coefficient of the negative term is

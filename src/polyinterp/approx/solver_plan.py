@@ -25,9 +25,13 @@ from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, seco
 from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 
 
+LOGDET_SWEEPS = 3  # the default; measured in bench/README.md ("The log-det criterion")
+
+
 @dataclass
 class SolverPlan:
-    """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white)) and
+    """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white); from
+    ``sweeps`` Jacobi sweeps of the off-diagonal mass, then ``logdet_sweeps`` of the log-det criterion) and
     ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
     preconditioned operator (whitened coordinates; k = 0 when none were found or asked for), each of
     unit norm with true relative residual ≤ 0.05 (checked when the plan was built, with the float32
@@ -41,19 +45,27 @@ class SolverPlan:
     seconds: float = 0.0
     deflation: tuple | None = None
     deflation_info: dict | None = None
+    logdet_sweeps: int = 0
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
-              lanczos_steps: int = 60) -> "SolverPlan":
-        """``sweeps`` Jacobi sweeps for the basis (0: identity); ``lanczos_steps`` steps of the Lanczos
-        run that finds the eigenvectors to deflate (0: none; needs ``sweeps`` > 0)."""
+              lanczos_steps: int = 60, logdet_sweeps: int = LOGDET_SWEEPS) -> "SolverPlan":
+        """``sweeps`` Jacobi sweeps for the basis (0: identity) with the off-diagonal-mass criterion, then
+        ``logdet_sweeps`` more with the log-det criterion from there (``joint_diagonalize``'s
+        ``criterion="logdet"``: it weighs each class's small-variance directions as much as its large
+        ones, which is what the preconditioner needs when the ridge is small; needs ``sweeps`` > 0);
+        ``lanczos_steps`` steps of the Lanczos run that finds the eigenvectors to deflate (0: none;
+        needs ``sweeps`` > 0)."""
         t0 = time.perf_counter()
         W = whitening(mixture, rcond)
         wmix = whiten_mixture(mixture, W)
         _, M = second_moments(wmix)
         if sweeps > 0:
             Q = joint_diagonalize(M, wmix.weights, sweeps=sweeps, block=block)
+            if logdet_sweeps > 0:
+                Q = joint_diagonalize(M, wmix.weights, sweeps=logdet_sweeps, block=block, criterion="logdet", start=Q)
         else:
+            logdet_sweeps = 0
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
         deflation, info = None, None
         if sweeps > 0 and lanczos_steps > 0:
@@ -65,7 +77,7 @@ class SolverPlan:
                                              device=wmix.device, info=info)
             info = {k: info[k] for k in ("steps", "candidates", "kept", "rejected", "candidate_ritz_values",
                                          "candidate_residuals")}
-        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info)
+        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info, logdet_sweeps)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -87,7 +99,8 @@ class SolverPlan:
     def state_dict(self) -> dict:
         W = self.whitening
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
-                "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info}
+                "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info,
+                "logdet_sweeps": self.logdet_sweeps}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -100,11 +113,12 @@ class SolverPlan:
                                    "rebuild the plan with SolverPlan.build(mixture)")
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
-                   state.get("deflation_info"))
+                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)))
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
         W = self.whitening
         deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
         info = dict(self.deflation_info) if self.deflation_info is not None else None
-        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info)
+        return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
+                          self.logdet_sweeps)

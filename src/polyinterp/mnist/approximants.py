@@ -94,8 +94,10 @@ def solver_plan_step(*, mixture: str, plan: str, params: dict) -> None:
     """Rule ``mnist_solver_plan``: whitening, joint-diagonal basis and deflation vectors of ``mixture``,
     once for all checkpoints and seeds, on ``params['device']``; saved (on CPU) to ``plan``."""
     mix = load_gaussian_mixture(load_torch(mixture), resolve_device(params["device"]))
-    built = SolverPlan.build(mix, sweeps=params["jd_sweeps"], lanczos_steps=params["deflation_steps"])
-    log.info("solver plan: %d Jacobi sweeps, %d deflated eigenvectors, %.1f s (rank %d)", built.sweeps,
+    built = SolverPlan.build(mix, sweeps=params["jd_sweeps"], lanczos_steps=params["deflation_steps"],
+                             logdet_sweeps=params["jd_logdet_sweeps"])
+    log.info("solver plan: %d + %d (log-det) Jacobi sweeps, %d deflated eigenvectors, %.1f s (rank %d)",
+             built.sweeps, built.logdet_sweeps,
              0 if built.deflation is None else built.deflation[0].shape[0], built.seconds, built.whitening.rank)
     info = built.deflation_info
     if info:
