@@ -87,16 +87,19 @@ def _pcg_whitened(quad, plan, iu, ju):
 
 @pytest.mark.parametrize("ridge", RIDGES)
 @pytest.mark.parametrize("inner", ["float64", "float32"])
-def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner):
+@pytest.mark.parametrize("logdet_sweeps", [0, 3])
+def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, logdet_sweeps):
+    """Either basis of the plan (Frobenius sweeps only, or followed by log-det sweeps)."""
     mix = _mixture(pooled, ridge)
-    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60, logdet_sweeps=logdet_sweeps)
+    assert plan.logdet_sweeps == logdet_sweeps
     model = _model(mix.d)
     direct, iu, ju = _direct_whitened(model, mix, plan)
     quad = quadratic_approximant(model, mix, tol=1e-12, max_iter=2000, plan=plan, inner_dtype=inner)
     assert quad.fit_info["converged"], quad.fit_info
     got = _pcg_whitened(quad, plan, iu, ju)
     err = float((got - direct).abs().max() / direct.abs().max())
-    assert err <= 1e-8, (ridge, inner, err, quad.fit_info["iterations"])
+    assert err <= 1e-8, (ridge, inner, logdet_sweeps, err, quad.fit_info["iterations"])
 
 
 def test_solution_does_not_depend_on_threads_or_hooks(pooled):
