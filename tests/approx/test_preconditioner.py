@@ -95,6 +95,18 @@ def test_logdet_sweeps_never_raise_the_criterion_and_refine_a_frobenius_start():
         joint_diagonalize(mats, w, criterion="kl")
 
 
+def test_logdet_divergence_by_hand_and_its_error_on_an_indefinite_matrix():
+    """Two 2 × 2 classes, weights 1/4 and 3/4: [[2, 1], [1, 2]] has log det 3 and diagonal product 4,
+    diag(1, 5) contributes 0; so the criterion is log(4/3)/4. An indefinite matrix is named."""
+    mats = torch.tensor([[[2.0, 1.0], [1.0, 2.0]], [[1.0, 0.0], [0.0, 5.0]]], dtype=DT)
+    w = torch.tensor([0.25, 0.75], dtype=DT)
+    assert logdet_divergence(mats, w) == pytest.approx(0.25 * math.log(4 / 3), rel=1e-14)
+    bad = mats.clone()
+    bad[1, 1, 1] = -1.0
+    with pytest.raises(ValueError, match="matrix 1 is not positive definite"):
+        logdet_divergence(bad, w)
+
+
 def test_joint_diagonalize_of_one_matrix_is_its_eigendecomposition():
     g = torch.Generator().manual_seed(3)
     A = torch.randn(9, 9, generator=g, dtype=DT)
