@@ -92,16 +92,19 @@ def _rotations_logdet(A: torch.Tensor, w: torch.Tensor, p: torch.Tensor, q: torc
         return -(wv * torch.log(parts(phi)[2])).sum(0)
 
     grid = torch.arange(LOGDET_GRID, dtype=A.dtype, device=A.device) * (math.pi / LOGDET_GRID)
-    best = grid[gain(grid).argmax(-1, keepdim=True)]  # [B, P, 1]
+    gains = gain(grid)
+    at = gains.argmax(-1, keepdim=True)
+    best, best_gain = grid[at], gains.gather(-1, at)  # [B, P, 1]
     for _ in range(NEWTON_STEPS):  # Newton on the gain, each step kept only where it gains
         x, dx, u = parts(best)
         d1 = (wv * 2 * x * dx / u).sum(0)
         d2 = (wv * (2 * (dx * dx - x * x) * u + 4 * x * x * dx * dx) / (u * u)).sum(0)
         step = torch.where(d2 < 0, -d1 / d2.clamp_max(-torch.finfo(A.dtype).tiny), 0.0)
         step = step.clamp(-math.pi / LOGDET_GRID, math.pi / LOGDET_GRID)
-        best = torch.where(gain(best + step) > gain(best), best + step, best)
-    zero = torch.zeros_like(best)
-    best = torch.where(gain(best) > gain(zero), best, zero)[..., 0]  # never worse than no rotation
+        moved = gain(best + step)
+        better = moved > best_gain
+        best, best_gain = torch.where(better, best + step, best), torch.where(better, moved, best_gain)
+    best = torch.where(best_gain > gains[..., :1], best, 0.0)[..., 0]  # never worse than no rotation (grid[0] = 0)
     return torch.cos(0.5 * best), torch.sin(0.5 * best)
 
 
@@ -134,16 +137,16 @@ def logdet_divergence(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor
     """Σ_k w_k [log det diag(QᵀM_kQ) − log det M_k] (the ``"logdet"`` criterion; M_k positive definite,
     else a ValueError naming k). log det M_k comes from one Cholesky factor per matrix: the batched LU
     of ``torch.linalg.slogdet`` hung in MKL's getrf on [10, 785, 785] with 2 threads (2026-12-03)."""
-    M = mats if Q is None else Q.T @ mats @ Q
-    diag = torch.diagonal(M, dim1=-2, dim2=-1).log().sum(-1)
-    logdet = torch.empty_like(diag)
+    logdet = []
     for k in range(mats.shape[0]):
         L, bad = torch.linalg.cholesky_ex(mats[k])
         if bad:
             raise ValueError(f"logdet_divergence: matrix {k} is not positive definite (the log-det criterion "
                              "needs positive definite M_k; add a ridge)")
-        logdet[k] = 2 * torch.diagonal(L).log().sum()
-    return float((weights * (diag - logdet)).sum())
+        logdet.append(2 * torch.diagonal(L).log().sum())
+    M = mats if Q is None else Q.T @ mats @ Q
+    diag = torch.diagonal(M, dim1=-2, dim2=-1).log().sum(-1)
+    return float((weights * (diag - torch.stack(logdet))).sum())
 
 
 def off_diagonal_mass(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:
