@@ -7,7 +7,8 @@ configuration runs in its own subprocess so that the peak resident memory is its
 solver plan (whitening, joint-diagonal basis and deflation vectors, once per mixture; rule
 ``mnist_solver_plan`` in the pipeline) is built first and timed separately ("plan s"); "seconds" is
 the solve alone. "inner" is the precision of the products inside PCG (``--inner-dtype``, default
-auto), "deflated" the number of eigenvectors deflated. ``gaussian_deg<n>`` (e.g. ``gaussian_deg4``; K = 1
+auto), "deflated" the number of eigenvectors deflated (+ the
+coarse space's dimension p(p + 1)/2 when the plan has one). ``gaussian_deg<n>`` (e.g. ``gaussian_deg4``; K = 1
 only) is the exact degree-n polynomial under one Gaussian in factored Hermite form
 (``gaussian_polynomial_approximant``); its rows add the analytic FVU, the seconds it takes, and the
 seconds to evaluate the polynomial on 10⁴ inputs. ``cubic_pc<p>`` (e.g. ``cubic_pc50``; any K) is the
@@ -50,7 +51,7 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.approx.solver_plan import LOGDET_SWEEPS
+from polyinterp.approx.solver_plan import COARSE_RANK, COARSE_RITZ, LOGDET_SWEEPS
 
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
 
@@ -164,8 +165,9 @@ def _run_one(cfg: dict) -> list[dict]:
     inner = cfg.get("inner_dtype", "auto")
     if method == "quadratic_exact" and K > 1:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
-        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 60),
-                                logdet_sweeps=cfg.get("logdet_sweeps", LOGDET_SWEEPS))
+        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 120),
+                                logdet_sweeps=cfg.get("logdet_sweeps", LOGDET_SWEEPS),
+                                coarse_ritz=cfg.get("coarse_ritz", COARSE_RITZ), coarse_rank=cfg.get("coarse_rank", COARSE_RANK))
         out["plan_seconds"] = plan.seconds
         out["product_seconds"] = gram_product_seconds(plan.whiten(mix), device)
     t0 = time.perf_counter()
@@ -258,6 +260,8 @@ def _record(out: dict, res, t0: float, device: str) -> None:
     out["initial_residual"] = hist[0]
     out["inner_dtype"] = info.get("inner_dtype", "")
     out["deflated"] = info.get("deflated", "")
+    if info.get("coarse_dimension"):
+        out["deflated"] = f"{out['deflated']} + {info['coarse_dimension']}"
 
 
 def main(argv=None):
@@ -278,7 +282,10 @@ def main(argv=None):
     ap.add_argument("--logdet-sweeps", type=int, default=LOGDET_SWEEPS,
                     help="log-det Jacobi sweeps of the solver plan after --jd-sweeps (0: none)")
     ap.add_argument("--preconditioner", default="joint_diagonal", choices=["joint_diagonal", "moment_matched"])
-    ap.add_argument("--deflation-steps", type=int, default=60, help="Lanczos steps of the plan's deflation (0: none)")
+    ap.add_argument("--deflation-steps", type=int, default=120, help="Lanczos steps of the plan's deflation (0: none)")
+    ap.add_argument("--coarse-ritz", type=int, default=COARSE_RITZ,
+                    help="lowest Ritz vectors whose leading directions span the plan's coarse space (0: none)")
+    ap.add_argument("--coarse-rank", type=int, default=COARSE_RANK, help="leading directions from each of those Ritz vectors")
     ap.add_argument("--inner-dtype", default="auto", choices=sorted(INNER_DTYPES), help="precision inside PCG")
     ap.add_argument("--max-iter", type=int, default=500)
     ap.add_argument("--pc-tol", type=float, default=1e-8, help="relative residual of the cubic_pc<p> normal equations")
@@ -334,6 +341,7 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                            "jd_sweeps": args.jd_sweeps, "logdet_sweeps": args.logdet_sweeps,
                            "preconditioner": args.preconditioner,
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
+                           "coarse_ritz": args.coarse_ritz, "coarse_rank": args.coarse_rank,
                            "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads,
                            "pc_tol": args.pc_tol, "pc_inner_dtype": args.pc_inner_dtype}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,

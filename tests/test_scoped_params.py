@@ -59,7 +59,8 @@ def test_solver_tolerance_does_not_rerun_the_solver_plan(copy):
     assert not {"mnist_train", "mnist_mixture", "mnist_data"} & jobs
 
 
-@pytest.mark.parametrize("key,value", [("deflation_steps", 30), ("jd_logdet_sweeps", 1)])
+@pytest.mark.parametrize("key,value", [("deflation_steps", 30), ("jd_logdet_sweeps", 1), ("coarse_ritz", 5),
+                                       ("coarse_rank", 2)])
 def test_plan_keys_rerun_the_plan_but_not_training(copy, key, value):
     jobs = _dry(copy, f"mnist:\n  approx:\n    {key}: {value}\n")
     assert "mnist_solver_plan" in jobs and "mnist_train" not in jobs, jobs

@@ -87,19 +87,24 @@ def _pcg_whitened(quad, plan, iu, ju):
 
 @pytest.mark.parametrize("ridge", RIDGES)
 @pytest.mark.parametrize("inner", ["float64", "float32"])
-@pytest.mark.parametrize("logdet_sweeps", [0, 3])
-def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, logdet_sweeps):
-    """Either basis of the plan (Frobenius sweeps only, or followed by log-det sweeps)."""
+@pytest.mark.parametrize("logdet_sweeps,coarse_ritz", [(0, 0), (3, 0), (3, 6)])
+def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, logdet_sweeps, coarse_ritz):
+    """Either basis of the plan (Frobenius sweeps only, or followed by log-det sweeps), with and without
+    a coarse space (on ≤ 19 of the 50 directions, so that PCG still has work to do)."""
     mix = _mixture(pooled, ridge)
-    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60, logdet_sweeps=logdet_sweeps)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60, logdet_sweeps=logdet_sweeps, coarse_ritz=coarse_ritz,
+                            coarse_rank=3)
     assert plan.logdet_sweeps == logdet_sweeps
+    assert (plan.coarse_basis is None) == (coarse_ritz == 0)
     model = _model(mix.d)
     direct, iu, ju = _direct_whitened(model, mix, plan)
     quad = quadratic_approximant(model, mix, tol=1e-12, max_iter=2000, plan=plan, inner_dtype=inner)
     assert quad.fit_info["converged"], quad.fit_info
     got = _pcg_whitened(quad, plan, iu, ju)
     err = float((got - direct).abs().max() / direct.abs().max())
-    assert err <= 1e-8, (ridge, inner, logdet_sweeps, err, quad.fit_info["iterations"])
+    assert err <= 1e-8, (ridge, inner, logdet_sweeps, coarse_ritz, err, quad.fit_info["iterations"])
+    if coarse_ritz:
+        assert quad.fit_info["coarse_dimension"] == plan.coarse_basis.shape[1] * (plan.coarse_basis.shape[1] + 1) // 2
 
 
 def test_solution_does_not_depend_on_threads_or_hooks(pooled):
@@ -108,7 +113,7 @@ def test_solution_does_not_depend_on_threads_or_hooks(pooled):
     count, so agreement is to round-off (7.5e-14 measured), not bit for bit (whitened coordinates, relative to the largest
     coefficient; tol 1e-12)."""
     mix = _mixture(pooled, 1e-3)
-    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60, coarse_ritz=6, coarse_rank=3)
     model = _model(mix.d)
     _, iu, ju = _unit_quadratics(mix.d)
     before = torch.get_num_threads()

@@ -52,7 +52,7 @@ rule mnist_solver_plan:
         step=step_params(
             "mnist_solver_plan",
             lambda wc: {
-                **{k: config["mnist"]["approx"][k] for k in ("jd_sweeps", "jd_logdet_sweeps", "deflation_steps")},
+                **{k: config["mnist"]["approx"][k] for k in ("jd_sweeps", "jd_logdet_sweeps", "deflation_steps", "coarse_ritz", "coarse_rank")},
                 "device": DEVICE,
             }
         ),

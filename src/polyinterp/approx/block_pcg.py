@@ -26,7 +26,9 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     declaring convergence, which is only ever declared on a true residual.
     ``r0``: the residual of ``x0`` when the caller has it already. ``deflation``: a
     :class:`~polyinterp.approx.deflation.Deflation` (coarse correction of the start, search
-    directions projected A-orthogonal to its space).
+    directions projected A-orthogonal to its space; the residual's part in that space, which low-precision
+    products leave, is removed every iteration, or only before each true residual when the deflation says
+    ``correct_each_iteration = False``).
     Returns (x, iterations, relative residual per output [o], info); info's ``history`` holds the
     largest relative residual of the start (before the coarse correction) and after each iteration.
     """
@@ -37,8 +39,15 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     if deflation is not None:
         X, R = deflation.correct(X, R)
     project = deflation.project if deflation is not None else (lambda Z: Z)
+    # a coarse space whose correction costs a fair part of an iteration corrects only before each true residual
+    every = deflation is not None and getattr(deflation, "correct_each_iteration", True)
     rel = relative_residual(R, bnorm)
     n_true, it = 1, 0
+    if deflation is not None and not every and bool((rel <= tol).all()):
+        # the coarse correction alone met the tolerance (a coarse space as large as the problem): its
+        # residual update ran in the deflation's precision, so convergence is decided on a true residual
+        R = add(rhs, op_hi(X), -1.0)
+        rel, n_true = relative_residual(R, bnorm), 2
     last_true = rel.clone()
     P = project(precond(R))
     while it < max_iter and not bool((rel <= tol).all()):
@@ -54,7 +63,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         alpha = block_inner(P, R)
         X = add(X, block_combine(P, alpha))
         R = add(R, block_combine(Q, alpha), -1.0)
-        if deflation is not None:
+        if every:
             # in exact arithmetic R stays orthogonal to W; low-precision products leave components there
             # that the deflated directions can never remove, so they are removed here (k inner products)
             X, R = deflation.correct(X, R)
@@ -62,6 +71,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         it += 1
         final = bool((rel <= tol).all()) or it == max_iter
         if final or bool((rel <= replace_factor * last_true).all()):
+            if deflation is not None and not every:
+                X = deflation.correct(X, R)[0]
             R = add(rhs, op_hi(X), -1.0)
             rel, n_true = relative_residual(R, bnorm), n_true + 1
             last_true = rel.clone()

@@ -13,23 +13,89 @@ better W spans eigenvectors, the fewer iterations.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner, inner, sym
+from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner, sym
 from polyinterp.approx.iteration_hooks import between_iterations
 
 
-def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float = 0.05, gap: float = 1.5,
-                         max_vectors: int = 16,
-                         seed: int = 0, dtype=torch.float64, device=None, info: dict | None = None) -> Theta:
-    """Eigenvectors of the isolated eigenvalues of ``precond``·``op``, from ``steps`` Lanczos steps.
+@dataclass
+class LanczosRun:
+    """What :func:`lanczos` found: Ritz values ``theta`` (ascending) and the eigenvectors ``S`` of the
+    tridiagonal T, the preconditioned residuals ``basis`` (a block [m, ...], scaled so that the Ritz
+    vector of θ_i is Σ_j S_ji basis_j), Lanczos's residual estimate of each Ritz pair relative to θ_i
+    (``estimates``, |T_{m,m+1} S_mi| / |θ_i|) and the number of steps ``m``."""
 
-    The Lanczos coefficients come from PCG (one output, random symmetric right-hand side): with
-    step lengths a_j and ratios b_j, T = tridiag(√b_j / a_j; 1/a_j + b_{j−1}/a_{j−1}) and the Ritz
-    vector of Ritz value θ_i is Σ_j S_ji (−1)^j z_j / √(r_j·z_j). Ghost copies (loss of
-    orthogonality repeats a converged Ritz value) are merged, and an unconverged Ritz value whose error
-    bound reaches a converged neighbour (a ghost still forming) is not counted as its neighbour.
-    Candidates are, from each end of the
+    theta: torch.Tensor
+    S: torch.Tensor
+    basis: Theta
+    estimates: torch.Tensor
+    steps: int
+
+    def ritz_vectors(self, index) -> Theta:
+        """The Ritz vectors of the Ritz values ``index`` (a block [len(index), ...], not normalised)."""
+        S = self.S[:, torch.as_tensor(index, dtype=torch.long)]
+        return block_combine(self.basis, S.to(dtype=self.basis[0].dtype, device=self.basis[0].device))
+
+
+def lanczos(op, precond, start: Theta, steps: int) -> LanczosRun:
+    """``steps`` Lanczos steps of ``precond``·``op`` from the residual ``start`` (a block of one vector),
+    read off single-output PCG: with step lengths a_j and ratios b_j, T = tridiag(√b_j / a_j;
+    1/a_j + b_{j−1}/a_{j−1}) and the Ritz vector of θ_i is Σ_j S_ji (−1)^j z_j / √(r_j·z_j). Stops early
+    when the Krylov space is exhausted (small problems)."""
+    dot = lambda x, y: float(block_inner(x, y)[0, 0])  # noqa: E731
+    r = start
+    z = precond(r)
+    rz = dot(r, z)
+    rz0, p = rz, z
+    a_list, b_list, Z = [], [], []
+    for j in range(steps):
+        between_iterations()
+        Z.append(tuple(((-1) ** j / rz ** 0.5) * t for t in z))
+        q = op(p)
+        a = rz / dot(p, q)
+        r = add(r, q, -a)
+        z = precond(r)
+        rz_new = dot(r, z)
+        b = rz_new / rz
+        a_list.append(a)
+        b_list.append(b)
+        rz = rz_new
+        if rz <= 1e-24 * rz0:
+            break
+        p = add(z, p, b)
+    m = len(a_list)
+    T = torch.zeros(m, m, dtype=torch.float64)
+    for j in range(m):
+        T[j, j] = 1 / a_list[j] + (b_list[j - 1] / a_list[j - 1] if j else 0.0)
+        if j + 1 < m:
+            T[j, j + 1] = T[j + 1, j] = b_list[j] ** 0.5 / a_list[j]
+    theta, S = torch.linalg.eigh(T)
+    next_off = b_list[-1] ** 0.5 / a_list[-1]
+    estimate = next_off * S[-1].abs() / theta.abs().clamp_min(1e-300)
+    basis = tuple(torch.cat([v[c] for v in Z]) for c in range(len(Z[0])))  # [m, ...]
+    return LanczosRun(theta, S, basis, estimate, m)
+
+
+def random_start(d: int, seed: int = 0, dtype=torch.float64, device=None) -> Theta:
+    """A random symmetric right-hand side (α [1], β [1, d], Γ [1, d, d]) for :func:`lanczos`, from ``seed``."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype).to(device)  # noqa: E731
+    return rnd(1), rnd(1, d), sym(rnd(1, d, d))
+
+
+def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float = 0.05, gap: float = 1.5,
+                         max_vectors: int = 16, seed: int = 0, dtype=torch.float64, device=None,
+                         info: dict | None = None, run: LanczosRun | None = None) -> Theta:
+    """Eigenvectors of the isolated eigenvalues of ``precond``·``op``, from ``steps`` Lanczos steps
+    (:func:`lanczos`) from a random symmetric right-hand side (α, β, Γ) of dimension ``d``, or from the
+    given ``run`` (any kind of state; then ``steps``, ``d`` and ``seed`` are unused).
+
+    Ghost copies (loss of orthogonality repeats a converged Ritz value) are merged, and an unconverged
+    Ritz value whose error bound reaches a converged neighbour (a ghost still forming) is not counted
+    as its neighbour. Candidates are, from each end of the
     spectrum inwards, the Ritz pairs that Lanczos's residual estimate |T_{m,m+1} S_mi| calls
     converged (at most ``rel_tol``·θ_i) and that stand apart from the next Ritz value by the factor
     ``gap`` (deflating each cuts the condition number by at least that factor), at most
@@ -45,37 +111,9 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     ``info`` (a dict) receives the Ritz values and residual estimates, the candidates' Ritz values
     and true residuals, and how many were kept and rejected.
     """
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    rnd = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype).to(device)  # noqa: E731
-    r = (rnd(1), rnd(1, d), sym(rnd(1, d, d)))
-    z = precond(r)
-    rz = float(inner(r, z))
-    rz0, p = rz, z
-    a_list, b_list, Z = [], [], []
-    for j in range(steps):
-        between_iterations()
-        Z.append(tuple(((-1) ** j / rz ** 0.5) * t for t in z))
-        q = op(p)
-        a = rz / float(inner(p, q))
-        r = add(r, q, -a)
-        z = precond(r)
-        rz_new = float(inner(r, z))
-        b = rz_new / rz
-        a_list.append(a)
-        b_list.append(b)
-        rz = rz_new
-        if rz <= 1e-24 * rz0:  # the Krylov space is exhausted (small problems)
-            break
-        p = add(z, p, b)
-    m = len(a_list)
-    T = torch.zeros(m, m, dtype=torch.float64)
-    for j in range(m):
-        T[j, j] = 1 / a_list[j] + (b_list[j - 1] / a_list[j - 1] if j else 0.0)
-        if j + 1 < m:
-            T[j, j + 1] = T[j + 1, j] = b_list[j] ** 0.5 / a_list[j]
-    theta, S = torch.linalg.eigh(T)
-    next_off = b_list[-1] ** 0.5 / a_list[-1]
-    estimate = next_off * S[-1].abs() / theta.abs().clamp_min(1e-300)
+    if run is None:
+        run = lanczos(op, precond, random_start(d, seed, dtype, device), steps)
+    theta, S, estimate, m = run.theta, run.S, run.estimates, run.steps
     if info is not None:
         info.update(ritz_values=theta.tolist(), estimates=estimate.tolist(), steps=m)
     # one Ritz pair per eigenvalue (ghost copies repeat a converged Ritz value), ascending
@@ -111,13 +149,10 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     if info is not None:
         info.update(candidates=len(sel), kept=0, rejected=0, candidate_ritz_values=[],
                     candidate_residuals=[])
-    empty = (torch.zeros(0, dtype=dtype, device=device), torch.zeros(0, d, dtype=dtype, device=device),
-             torch.zeros(0, d, d, dtype=dtype, device=device))
     if not sel:
-        return empty
+        return tuple(t[:0] for t in run.basis)
     sel = torch.tensor(sorted(sel), dtype=torch.long)
-    basis = tuple(torch.cat([v[c] for v in Z]) for c in range(3))  # [m, ...]
-    V = block_combine(basis, S[:, sel].to(dtype=dtype, device=device))
+    V = run.ritz_vectors(sel)
     V = block_combine(V, torch.diag(torch.diagonal(block_inner(V, V)).rsqrt()))  # unit vectors
     BV = precond(op(V))  # one application checks every candidate
     lam = torch.diagonal(block_inner(V, BV))
@@ -137,9 +172,8 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
     if info is not None:
         info.update(kept=len(kept), rejected=len(sel) - len(kept),
                     candidate_ritz_values=theta[sel].tolist(), candidate_residuals=true_res.tolist())
-    if not kept:
-        return empty
     return tuple(t[kept] for t in V)
+
 
 class Deflation:
     """Coarse space W (a block of single-output vectors) for deflated block PCG: ``correct`` makes a

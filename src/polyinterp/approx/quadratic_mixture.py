@@ -18,7 +18,8 @@ preconditioner (:mod:`polyinterp.approx.mixture_preconditioner`) Q jointly diago
 second moments and the preconditioner is an elementwise division plus a rank-(K + 1) Woodbury
 correction, with no d³ product; with the moment-matched one (the closed-form inverse of the Gram
 operator of N(0, I), Γ = (R − r₀I)/2, β = r₁, α = r₀ − tr Γ) Q is the identity. The isolated
-eigenvalues that the plan found are deflated (:mod:`polyinterp.approx.deflation`). The Gram products
+eigenvalues that the plan found are deflated (:mod:`polyinterp.approx.deflation`), together with the
+plan's coarse space of forms W S Wᵀ (:mod:`polyinterp.approx.coarse_space`) when it has one. The Gram products
 inside the iteration run in ``inner_dtype``: ``"auto"`` picks bfloat16 for the d³ products where the
 hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and d ≥ 256,
 float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by the float64
@@ -37,6 +38,7 @@ import torch
 
 from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.block_pcg import block_pcg, relative_residual
+from polyinterp.approx.coarse_space import SubspaceDeflation
 from polyinterp.approx.deflation import Deflation
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
@@ -118,7 +120,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     ``plan``, with the plan's deflation) or ``"moment_matched"`` (the Gram inverse of N(0, I) in
     whitened coordinates, no deflation).
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
-    same mixture); built here with ``jd_sweeps`` Jacobi sweeps, 60 Lanczos steps and ``rcond`` when
+    same mixture); built here with ``jd_sweeps`` Jacobi sweeps, the default Lanczos steps and coarse space and ``rcond`` when
     omitted (a given plan brings its own whitening, so ``rcond`` and ``jd_sweeps`` are then unused).
     ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64), or
     one of the names in :data:`INNER_DTYPES` (as in the config).
@@ -148,8 +150,12 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     deflation = None
     if preconditioner == "joint_diagonal":
         precond = MixturePreconditioner(wmix, plan.basis, dtype=None).in_basis()
-        if plan.deflation is not None and plan.deflation[0].shape[0] > 0:
-            deflation = Deflation(to_q(plan.deflation), op_hi)
+        V = to_q(plan.deflation) if plan.deflation is not None and plan.deflation[0].shape[0] > 0 else None
+        if plan.coarse_basis is not None:
+            deflation = SubspaceDeflation(op_hi, plan.basis.T @ plan.coarse_basis, V,
+                                          product_dtype=None if resolved == wmix.dtype else torch.float32)
+        elif V is not None:
+            deflation = Deflation(V, op_hi)
     else:
         precond = lambda R: (theta_to_form(standard_gaussian_inverse(form_to_dual(R[0]))),)  # noqa: E731
     t_setup = time.perf_counter() - t_setup
@@ -185,7 +191,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "converged": bool((rel <= tol).all()), "seconds": time.perf_counter() - t0, "start": start,
         "inner_dtype": str(resolved).replace("torch.", ""), "rank": W.rank, "K": mixture.K,
         "true_residuals": extra["true_residuals"],
-        "preconditioner": preconditioner, "deflated": deflation.k if deflation is not None else 0,
+        "preconditioner": preconditioner, "deflated": getattr(deflation, "explicit", getattr(deflation, "k", 0)),
+        "coarse_dimension": getattr(deflation, "m", 0),
         "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
         "setup_seconds": t_setup, "jd_sweeps": plan.sweeps,
         "residual_history": [h for h in extra["history"] if math.isfinite(h)],

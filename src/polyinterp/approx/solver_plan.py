@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from polyinterp.approx.deflation import outlier_eigenvectors
+from polyinterp.approx.coarse_space import ritz_subspace
+from polyinterp.approx.deflation import lanczos, outlier_eigenvectors, random_start
 from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.form_operator import theta_to_form
 from polyinterp.approx.gram_operator import GramOperator
 from polyinterp.approx.joint_diagonal import joint_diagonalize
 from polyinterp.approx.mixture import GaussianMixture
@@ -26,6 +28,8 @@ from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 
 
 LOGDET_SWEEPS = 3  # the default; measured in bench/README.md ("The log-det criterion")
+MAX_COARSE_DIRECTIONS = 160  # p = 160: a Galerkin matrix of 12 880² float64 entries (1.3 GB)
+COARSE_RITZ, COARSE_RANK = 12, 8  # the defaults; measured in bench/README.md ("A coarse space of cross forms")
 
 
 @dataclass
@@ -37,7 +41,11 @@ class SolverPlan:
     unit norm with true relative residual ≤ 0.05 (checked when the plan was built, with the float32
     products the Lanczos run used).
     ``deflation_info``: what the Lanczos run found: candidates, kept, rejected, and each candidate's
-    Ritz value and true relative residual (:func:`~polyinterp.approx.deflation.outlier_eigenvectors`)."""
+    Ritz value and true relative residual (:func:`~polyinterp.approx.deflation.outlier_eigenvectors`),
+    and the coarse space's dimension p and Ritz values.
+    ``coarse_basis``: W [r + 1, p] with orthonormal columns (whitened x̃ coordinates) or None: the solver
+    deflates every form W S Wᵀ besides the deflation block
+    (:class:`~polyinterp.approx.coarse_space.SubspaceDeflation`)."""
 
     whitening: Whitening
     basis: torch.Tensor
@@ -46,16 +54,25 @@ class SolverPlan:
     deflation: tuple | None = None
     deflation_info: dict | None = None
     logdet_sweeps: int = 0
+    coarse_basis: torch.Tensor | None = None
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
-              lanczos_steps: int = 60, logdet_sweeps: int = LOGDET_SWEEPS) -> "SolverPlan":
+              lanczos_steps: int = 120, logdet_sweeps: int = LOGDET_SWEEPS, coarse_ritz: int = COARSE_RITZ,
+              coarse_rank: int = COARSE_RANK) -> "SolverPlan":
         """``sweeps`` Jacobi sweeps for the basis (0: identity) with the off-diagonal-mass criterion, then
         ``logdet_sweeps`` more with the log-det criterion from there (``joint_diagonalize``'s
         ``criterion="logdet"``: it weighs each class's small-variance directions as much as its large
         ones, which is what the preconditioner needs when the ridge is small; needs ``sweeps`` > 0);
         ``lanczos_steps`` steps of the Lanczos run that finds the eigenvectors to deflate (0: none;
-        needs ``sweeps`` > 0)."""
+        needs ``sweeps`` > 0); the Ritz vectors of its ``coarse_ritz`` lowest Ritz values, ``coarse_rank``
+        leading directions each, and the constant span the coarse space's subspace
+        (:func:`~polyinterp.approx.coarse_space.ritz_subspace`; 0: no coarse space, only the deflation)."""
+        if coarse_ritz * coarse_rank + 1 > MAX_COARSE_DIRECTIONS:
+            raise ApproxInputError(
+                f"coarse_ritz × coarse_rank + 1 = {coarse_ritz * coarse_rank + 1} coarse directions exceed "
+                f"{MAX_COARSE_DIRECTIONS} (the coarse space's dense Galerkin matrix has (p(p + 1)/2)² entries); "
+                "lower coarse_ritz or coarse_rank")
         t0 = time.perf_counter()
         W = whitening(mixture, rcond)
         wmix = whiten_mixture(mixture, W)
@@ -67,17 +84,24 @@ class SolverPlan:
         else:
             logdet_sweeps = 0
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
-        deflation, info = None, None
+        deflation, info, coarse = None, None, None
         if sweeps > 0 and lanczos_steps > 0:
             # float32 products are ample for the outliers' eigenvectors and halve the time
             op = GramOperator(wmix, product_dtype=torch.float32)
             precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
+            run = lanczos(op, precond, random_start(W.rank, 0, wmix.dtype, wmix.device), lanczos_steps)
             info = {}
-            deflation = outlier_eigenvectors(op, precond, W.rank, steps=lanczos_steps, dtype=wmix.dtype,
-                                             device=wmix.device, info=info)
+            deflation = outlier_eigenvectors(op, precond, W.rank, run=run, info=info)
             info = {k: info[k] for k in ("steps", "candidates", "kept", "rejected", "candidate_ritz_values",
                                          "candidate_residuals")}
-        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info, logdet_sweeps)
+            if coarse_ritz > 0 and coarse_rank > 0:
+                low = run.ritz_vectors(range(min(coarse_ritz, run.steps)))
+                e0 = torch.zeros(W.rank + 1, 1, dtype=wmix.dtype, device=wmix.device)
+                e0[0] = 1.0  # the constant, where the mean terms the preconditioner approximates live
+                coarse = ritz_subspace(theta_to_form(low), coarse_rank, e0)
+                info["coarse_dimension"] = coarse.shape[1]
+                info["coarse_ritz_values"] = run.theta[:coarse_ritz].tolist()
+        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info, logdet_sweeps, coarse)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -100,7 +124,7 @@ class SolverPlan:
         W = self.whitening
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
                 "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info,
-                "logdet_sweeps": self.logdet_sweeps}
+                "logdet_sweeps": self.logdet_sweeps, "coarse_basis": self.coarse_basis}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -111,14 +135,20 @@ class SolverPlan:
         if deflation is not None and (len(deflation) != 3 or deflation[1].shape[-1] != state["P"].shape[0]):
             raise ApproxInputError("solver plan state has a deflation block that does not match its whitening; "
                                    "rebuild the plan with SolverPlan.build(mixture)")
+        coarse = state.get("coarse_basis")
+        if coarse is not None and (coarse.dim() != 2 or coarse.shape[0] != state["P"].shape[0] + 1):
+            raise ApproxInputError(f"solver plan state has a coarse basis of shape {tuple(coarse.shape)}, which does not "
+                                   f"match its whitening (rank {state['P'].shape[0]}: [rank + 1, p] expected); "
+                                   "rebuild the plan with SolverPlan.build(mixture)")
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
-                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)))
+                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse)
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
         W = self.whitening
         deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
         info = dict(self.deflation_info) if self.deflation_info is not None else None
+        coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
-                          self.logdet_sweeps)
+                          self.logdet_sweeps, coarse)

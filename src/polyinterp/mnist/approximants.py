@@ -95,10 +95,12 @@ def solver_plan_step(*, mixture: str, plan: str, params: dict) -> None:
     once for all checkpoints and seeds, on ``params['device']``; saved (on CPU) to ``plan``."""
     mix = load_gaussian_mixture(load_torch(mixture), resolve_device(params["device"]))
     built = SolverPlan.build(mix, sweeps=params["jd_sweeps"], lanczos_steps=params["deflation_steps"],
-                             logdet_sweeps=params["jd_logdet_sweeps"])
-    log.info("solver plan: %d + %d (log-det) Jacobi sweeps, %d deflated eigenvectors, %.1f s (rank %d)",
-             built.sweeps, built.logdet_sweeps,
-             0 if built.deflation is None else built.deflation[0].shape[0], built.seconds, built.whitening.rank)
+                             logdet_sweeps=params["jd_logdet_sweeps"], coarse_ritz=params["coarse_ritz"],
+                             coarse_rank=params["coarse_rank"])
+    log.info("solver plan: %d + %d (log-det) Jacobi sweeps, %d deflated eigenvectors, a coarse space on %d directions, "
+             "%.1f s (rank %d)", built.sweeps, built.logdet_sweeps,
+             0 if built.deflation is None else built.deflation[0].shape[0],
+             0 if built.coarse_basis is None else built.coarse_basis.shape[1], built.seconds, built.whitening.rank)
     info = built.deflation_info
     if info:
         log.info("deflation: %d candidate Ritz pairs, %d kept, %d rejected by their true residual; "

@@ -1,0 +1,163 @@
+"""The coarse space of subspace forms W S Wᵀ (``approx/coarse_space.py``) against brute force: the
+Gram operator applied to every coarse basis form one by one, exact orthogonality after ``correct`` and
+A-orthogonality after ``project``, a hand-built case for the Ritz subspace, and block PCG with the
+coarse space against the direct solve."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from polyinterp.approx import GaussianMixture, SolverPlan
+from polyinterp.approx.block_pcg import block_pcg
+from polyinterp.approx.coarse_space import SubspaceDeflation, ritz_subspace
+from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.form_operator import FormGramOperator
+from polyinterp.approx.gram_operator import sym
+
+DT = torch.float64
+
+
+def _mixture(d: int = 6, K: int = 3, seed: int = 0) -> GaussianMixture:
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(K, d, d, generator=g, dtype=DT)
+    covs = A @ A.transpose(1, 2) / d + 0.1 * torch.eye(d, dtype=DT)
+    w = torch.rand(K, generator=g, dtype=DT) + 0.5
+    return GaussianMixture(w / w.sum(), torch.randn(K, d, generator=g, dtype=DT), covs)
+
+
+def _forms(o: int, n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return sym(torch.randn(o, n, n, generator=g, dtype=DT))
+
+
+def _coarse_forms(cs: SubspaceDeflation) -> torch.Tensor:
+    """Every basis form of the subspace part, [m, n, n], built from the definition Z_a = W Ẑ_a Wᵀ."""
+    p = cs.W.shape[1]
+    out = []
+    for a, b in zip(cs.ia.tolist(), cs.ib.tolist()):
+        S = torch.zeros(p, p, dtype=DT)
+        if a == b:
+            S[a, a] = 1.0
+        else:
+            S[a, b] = S[b, a] = 2 ** -0.5
+        out.append(cs.W @ S @ cs.W.T)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("p,explicit", [(3, 0), (4, 2)])
+def test_galerkin_matrix_equals_the_operator_on_each_basis_form(p, explicit):
+    mix = _mixture()
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    W = torch.randn(n, p, generator=torch.Generator().manual_seed(1), dtype=DT)
+    V = (_forms(explicit, n, 2),) if explicit else None
+    cs = SubspaceDeflation(op, W, V)
+    Z = _coarse_forms(cs)
+    if explicit:
+        Z = torch.cat([Z, cs.V])
+    assert cs.k == Z.shape[0] == p * (p + 1) // 2 + explicit
+    AZ = op((Z,))[0]
+    brute = Z.reshape(len(Z), -1) @ AZ.reshape(len(Z), -1).T
+    E = cs.E_chol @ cs.E_chol.T
+    torch.testing.assert_close(E, brute, rtol=0, atol=1e-12 * float(brute.abs().max()))
+    # the basis is orthonormal in the Frobenius inner product (the subspace part; V is normalised)
+    G = Z.reshape(len(Z), -1) @ Z.reshape(len(Z), -1).T
+    torch.testing.assert_close(torch.diagonal(G), torch.ones(len(Z), dtype=DT), rtol=0, atol=1e-12)
+
+
+def test_correct_and_project_against_the_operator():
+    """After ``correct`` the residual is orthogonal to every coarse form and still equals b − A x;
+    after ``project`` a direction is A-orthogonal to every coarse form (checked with full products)."""
+    mix = _mixture(seed=3)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    cs = SubspaceDeflation(op, torch.randn(n, 3, generator=torch.Generator().manual_seed(4), dtype=DT),
+                           (_forms(1, n, 5),))
+    Z = torch.cat([_coarse_forms(cs), cs.V])
+    rhs, x0 = _forms(2, n, 6), _forms(2, n, 7)
+    r0 = rhs - op((x0,))[0]
+    (x,), (r,) = cs.correct((x0,), (r0,))
+    scale = float(r0.abs().max())
+    assert float((Z.reshape(len(Z), -1) @ r.reshape(2, -1).T).abs().max()) < 1e-12 * scale
+    torch.testing.assert_close(r, rhs - op((x,))[0], rtol=0, atol=1e-12 * scale)
+    (z,) = cs.project((rhs,))
+    Az = op((z,))[0]
+    assert float((Z.reshape(len(Z), -1) @ Az.reshape(2, -1).T).abs().max()) < 1e-12 * float(op((rhs,))[0].abs().max())
+
+
+def test_an_explicit_vector_inside_the_subspace_is_dropped():
+    mix = _mixture(seed=8)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    W = torch.linalg.qr(torch.randn(n, 3, generator=torch.Generator().manual_seed(9), dtype=DT))[0]
+    inside = W @ sym(torch.randn(3, 3, generator=torch.Generator().manual_seed(10), dtype=DT)) @ W.T
+    cs = SubspaceDeflation(op, W, (torch.stack([inside, _forms(1, n, 11)[0]]),))
+    assert cs.explicit == 1 and cs.k == 6 + 1  # E stays positive definite (its Cholesky factor exists)
+
+
+def test_ritz_subspace_spans_the_leading_directions_of_each_form():
+    """Forms u uᵀ − 3 v vᵀ + 0.01 t tᵀ (twice, so the second copy adds nothing): rank 2 keeps u and v,
+    not t; the extra column is kept; the basis is orthonormal."""
+    g = torch.Generator().manual_seed(12)
+    n = 9
+    u, v, t, e = torch.linalg.qr(torch.randn(n, 4, generator=g, dtype=DT))[0].T
+    form = torch.outer(u, u) - 3 * torch.outer(v, v) + 0.01 * torch.outer(t, t)
+    W = ritz_subspace(torch.stack([form, 2 * form]), 2, e[:, None])
+    assert W.shape == (n, 3)
+    torch.testing.assert_close(W.T @ W, torch.eye(3, dtype=DT), rtol=0, atol=1e-12)
+    for x, inside in ((u, True), (v, True), (e, True), (t, False)):
+        assert float((W.T @ x).norm()) == pytest.approx(1.0 if inside else 0.0, abs=1e-10)
+
+
+def test_block_pcg_with_the_coarse_space_gives_the_direct_solution():
+    """The coarse space changes the path, not the solution: the same residual tolerance as without it, and
+    the float64 direct solve of the form equations (the operator assembled densely) to 1e-9."""
+    mix = _mixture(d=7, K=4, seed=13)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    rhs = _forms(3, n, 14)
+    basis = torch.eye(n * n, dtype=DT).reshape(n * n, n, n)
+    A = op((basis,))[0].reshape(n * n, -1)  # column j: A applied to the j-th unit (non-symmetric) form
+    exact = torch.linalg.lstsq(A, rhs.reshape(3, -1).T).solution.T.reshape(3, n, n)
+    exact = sym(exact)
+    cs = SubspaceDeflation(op, torch.randn(n, 3, generator=torch.Generator().manual_seed(15), dtype=DT))
+    ident = lambda r: r  # noqa: E731
+    zero = (torch.zeros_like(rhs),)
+    for defl in (None, cs):
+        (x,), it, rel, _ = block_pcg(op, op, ident, (rhs,), zero, 1e-12, 500, deflation=defl)
+        assert float(rel.max()) <= 1e-12
+        torch.testing.assert_close(x, exact, rtol=0, atol=1e-9 * float(exact.abs().max()))
+
+
+def test_plan_carries_its_coarse_basis(random_mixture):
+    mix = random_mixture(8, 3, seed=21, spread=3.0)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=3, coarse_rank=2)
+    W = plan.coarse_basis
+    assert W is not None and W.shape[0] == plan.whitening.rank + 1 and W.shape[1] <= 3 * 2 + 1
+    assert plan.deflation_info["coarse_dimension"] == W.shape[1]
+    torch.testing.assert_close(W.T @ W, torch.eye(W.shape[1], dtype=W.dtype), rtol=0, atol=1e-10)
+    again = SolverPlan.from_state_dict(plan.state_dict())
+    torch.testing.assert_close(again.coarse_basis, W, rtol=0, atol=0)
+    assert SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=0).coarse_basis is None
+    with pytest.raises(ApproxInputError, match="coarse_ritz"):
+        SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=100, coarse_rank=4)
+    state = plan.state_dict()
+    state["coarse_basis"] = W[:-1]
+    with pytest.raises(ApproxInputError, match="coarse basis"):
+        SolverPlan.from_state_dict(state)
+
+
+def test_a_coarse_space_of_the_whole_problem_solves_it_on_a_true_residual():
+    """W = I (every form is coarse): the start's coarse correction is the solution; its residual update ran
+    in float32, so the solver confirms it with a float64 residual (0 iterations, 2 true residuals)."""
+    mix = _mixture(d=5, K=3, seed=16)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    rhs = _forms(2, n, 17)
+    cs = SubspaceDeflation(op, torch.eye(n, dtype=DT), product_dtype=torch.float32)
+    (x,), it, rel, info = block_pcg(op, op, lambda r: r, (rhs,), (torch.zeros_like(rhs),), 1e-11, 50, deflation=cs)
+    assert it == 0 and info["true_residuals"] == 2
+    true = (rhs - op((x,))[0]).flatten(1).norm(dim=1) / rhs.flatten(1).norm(dim=1)
+    assert float(rel.max()) <= 1e-11 and float(true.max()) <= 1e-11
+    torch.testing.assert_close(rel, true, rtol=1e-6, atol=1e-16)
