@@ -26,7 +26,10 @@ with constant border pixels, smooth low-rank class covariances plus a ridge). ``
 the MNIST mixture's ridge by R × its mean within-class variance (the file records both).
 
 Every exact row also reports "product s": one float64 Gram-operator product timed in the same
-process, and the solve in those units ("× product"), so that a figure travels between machines.
+process, and the solve in those units ("× product"), so that a figure travels between machines, and
+"seconds by part": the solve's setup (of it the coarse space's), right-hand side, start, iterations
+and float64 residuals, and for the cold row the plan's parts (``fit_info["seconds_by_part"]``,
+``SolverPlan.seconds_by_part``).
 
 ``--load N`` measures every configuration twice: on the machine as it is, then with N CPU-bound
 processes started beside it (``python -c "while True: pass"``); the "load" column says which. Steps
@@ -145,7 +148,12 @@ def run_one(cfg: dict) -> dict:
 
 def _run_one(cfg: dict) -> list[dict]:
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
+    from polyinterp.approx import quadratic_mixture
     from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
+
+    if cfg.get("replace_factor"):  # this subprocess only
+        for dt in list(quadratic_mixture.REPLACE_FACTOR):
+            quadratic_mixture.REPLACE_FACTOR[dt] = cfg["replace_factor"]
 
     device, h, K, method = cfg["device"], cfg["h"], cfg["K"], cfg["method"]
     raw = load_mixture(Path(cfg["mixture"]) if cfg.get("mixture") else None, cfg.get("ridge"))
@@ -169,6 +177,7 @@ def _run_one(cfg: dict) -> list[dict]:
                                 logdet_sweeps=cfg.get("logdet_sweeps", LOGDET_SWEEPS),
                                 coarse_ritz=cfg.get("coarse_ritz", COARSE_RITZ), coarse_rank=cfg.get("coarse_rank", COARSE_RANK))
         out["plan_seconds"] = plan.seconds
+        out["plan_seconds_by_part"] = plan.seconds_by_part
         out["product_seconds"] = gram_product_seconds(plan.whiten(mix), device)
     t0 = time.perf_counter()
     if method == "linear":
@@ -262,6 +271,9 @@ def _record(out: dict, res, t0: float, device: str) -> None:
     out["deflated"] = info.get("deflated", "")
     if info.get("coarse_dimension"):
         out["deflated"] = f"{out['deflated']} + {info['coarse_dimension']}"
+    if info.get("seconds_by_part"):
+        out["seconds_by_part"] = info["seconds_by_part"]
+        out["true_residuals"] = info.get("true_residuals")
 
 
 def main(argv=None):
@@ -287,6 +299,9 @@ def main(argv=None):
                     help="lowest Ritz vectors whose leading directions span the plan's coarse space (0: none)")
     ap.add_argument("--coarse-rank", type=int, default=COARSE_RANK, help="leading directions from each of those Ritz vectors")
     ap.add_argument("--inner-dtype", default="auto", choices=sorted(INNER_DTYPES), help="precision inside PCG")
+    ap.add_argument("--replace-factor", type=float, default=None,
+                    help="reliable updates of the exact quadratic: a float64 residual once the recursive one fell by "
+                         "this factor (default: quadratic_mixture.REPLACE_FACTOR for the inner precision)")
     ap.add_argument("--max-iter", type=int, default=500)
     ap.add_argument("--pc-tol", type=float, default=1e-8, help="relative residual of the cubic_pc<p> normal equations")
     ap.add_argument("--pc-inner-dtype", default="float32", choices=["float32", "float64"])
@@ -311,9 +326,10 @@ def main(argv=None):
     env = dict(os.environ)
     gauss = any(_gaussian_degree(m) is not None or _pc_components(m) is not None for m in args.methods)
     print("| load | device | h | K | ridge | method | seconds | plan s (once per mixture) | product s | × product "
-          "| threads | peak MB | CG its | inner | deflated | residual | conv. |" + (" FVU |" if args.fvu_samples else "")
+          "| threads | peak MB | CG its | inner | deflated | residual | conv. | seconds by part |"
+          + (" FVU |" if args.fvu_samples else "")
           + (" exact FVU | FVU s | eval s (10⁴ inputs) |" if gauss else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else "")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.fvu_samples else "")
           + ("---|---|---|" if gauss else ""))
     for load in (([] if args.loaded_only else [0]) + [args.load] if args.load else [0]):
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
@@ -342,6 +358,7 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                            "preconditioner": args.preconditioner,
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
                            "coarse_ritz": args.coarse_ritz, "coarse_rank": args.coarse_rank,
+                           "replace_factor": args.replace_factor,
                            "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads,
                            "pc_tol": args.pc_tol, "pc_inner_dtype": args.pc_inner_dtype}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
@@ -377,7 +394,22 @@ def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
                                             != r.get("threads") else "")
     print(f"| {r.get('load', 0)} | {r['device']} | {r['h']} | {r['K']} | {ridge} | {method} | {r['seconds']:.2f} | {plan} "
           f"| {prod_s} | {ratio} | {threads} | {r['peak_mb']:.0f} | {its} | "
-          f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} |" + fvu, flush=True)
+          f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} | {_parts(r)} |" + fvu, flush=True)
+
+
+def _parts(r: dict) -> str:
+    """The solve's (and the plan's) seconds by part, e.g. ``setup 9.1 (coarse 7.0), rhs 1.2, …; plan: …``."""
+    parts = r.get("seconds_by_part") or {}
+    out = ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "coarse_setup")
+    if r.get("true_residuals"):
+        # the count includes the start's residual, whose time is in "start"
+        out = out.replace("true_residuals", f"float64 residuals ({r['true_residuals']} in all)", 1)
+    if parts.get("coarse_setup"):
+        out = out.replace(f"setup {parts['setup']:.1f}", f"setup {parts['setup']:.1f} (coarse {parts['coarse_setup']:.1f})", 1)
+    plan = r.get("plan_seconds_by_part") or {}
+    if plan:
+        out += "; plan: " + ", ".join(f"{k} {v:.1f}" for k, v in plan.items())
+    return out
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ def _coarse_forms(cs: SubspaceDeflation) -> torch.Tensor:
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("p,explicit", [(3, 0), (4, 2)])
-def test_galerkin_matrix_equals_the_operator_on_each_basis_form(p, explicit):
+@pytest.mark.parametrize("p,explicit,rows", [(3, 0, 1024), (4, 2, 1024), (5, 1, 4)])
+def test_galerkin_matrix_equals_the_operator_on_each_basis_form(p, explicit, rows, monkeypatch):
+    """(rows = 4: the Galerkin matrix formed 4 rows at a time, as a large p is at d = 784)"""
+    monkeypatch.setattr(SubspaceDeflation, "GALERKIN_ROWS", rows)
     mix = _mixture()
     op = FormGramOperator(mix)
     n = mix.d + 1
@@ -139,6 +141,9 @@ def test_plan_carries_its_coarse_basis(random_mixture):
     torch.testing.assert_close(W.T @ W, torch.eye(W.shape[1], dtype=W.dtype), rtol=0, atol=1e-10)
     again = SolverPlan.from_state_dict(plan.state_dict())
     torch.testing.assert_close(again.coarse_basis, W, rtol=0, atol=0)
+    parts = plan.seconds_by_part
+    assert list(parts) == ["whitening", "frobenius_sweeps", "logdet_sweeps", "lanczos", "deflation", "coarse"]
+    assert min(parts.values()) >= 0 and sum(parts.values()) <= plan.seconds and again.seconds_by_part == parts
     assert SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=0).coarse_basis is None
     with pytest.raises(ApproxInputError, match="coarse_ritz"):
         SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=100, coarse_rank=4)
@@ -161,3 +166,33 @@ def test_a_coarse_space_of_the_whole_problem_solves_it_on_a_true_residual():
     true = (rhs - op((x,))[0]).flatten(1).norm(dim=1) / rhs.flatten(1).norm(dim=1)
     assert float(rel.max()) <= 1e-11 and float(true.max()) <= 1e-11
     torch.testing.assert_close(rel, true, rtol=1e-10, atol=1e-16)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_plan_and_solve_with_a_coarse_space_on_the_device(device, random_model, random_mixture):
+    """The plan built on the device has its coarse space there, and the solve on the device with float32
+    and bfloat16 products (tensor cores on a GPU) takes the coarse-space path and meets the float64
+    tolerance: the solution equals the CPU's all-float64 solution without a coarse space."""
+    from polyinterp.approx import quadratic_approximant
+
+    mix, model = random_mixture(12, 3, seed=31, spread=2.0), random_model("mlp", 12, 16, 2, 0)
+    ref = quadratic_approximant(model, mix, tol=1e-12, max_iter=2000, inner_dtype="float64",
+                                plan=SolverPlan.build(mix, sweeps=2, lanczos_steps=30, coarse_ritz=0))
+    dmix, dmodel = mix.to(device), model.to(device)
+    plan = SolverPlan.build(dmix, sweeps=2, lanczos_steps=30, coarse_ritz=3, coarse_rank=2)
+    p = plan.coarse_basis.shape[1]
+    assert plan.coarse_basis.device.type == device and 1 < p <= 7
+    for inner in ("float32", "bfloat16"):
+        q = quadratic_approximant(dmodel, dmix, tol=1e-11, max_iter=2000, plan=plan, inner_dtype=inner)
+        info = q.fit_info
+        assert info["converged"] and info["inner_dtype"] == inner and info["iterations"] > 0, info
+        assert info["coarse_dimension"] == p * (p + 1) // 2 and q.gamma.device.type == device
+        # the time by part: each part timed once the device finished it, disjoint, within the whole
+        parts = info["seconds_by_part"]
+        assert min(parts.values()) >= 0 and parts["coarse_setup"] <= parts["setup"]
+        assert sum(v for k, v in parts.items() if k != "coarse_setup") <= info["seconds"]
+        for got, want in zip((q.alpha, q.beta, q.gamma), (ref.alpha, ref.beta, ref.gamma)):
+            torch.testing.assert_close(got.cpu(), want, rtol=0, atol=1e-8 * float(want.abs().max()))

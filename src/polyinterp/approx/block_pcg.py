@@ -3,10 +3,16 @@ quadratic's normal equations, which share one operator; with deflation and mixed
 
 from __future__ import annotations
 
+import time
+
 import torch
 
+from polyinterp.approx.device_clock import clock
 from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner
 from polyinterp.approx.iteration_hooks import between_iterations
+
+
+STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over two iterations
 
 
 def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
@@ -22,16 +28,21 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
 
     Precision: ``op_lo`` computes the products inside the iteration (e.g. in bfloat16/float32);
     ``op_hi`` (float64) the true residual at the start, whenever the recursive residual fell by
-    ``replace_factor`` since the last true one (reliable updates), at ``max_iter`` and before
-    declaring convergence, which is only ever declared on a true residual.
+    ``replace_factor`` since the last true one (reliable updates) or has stalled (fallen by less than
+    :data:`STALL_RATIO` over two iterations), at ``max_iter`` and before declaring convergence, which is
+    only ever declared on a true residual.
     ``r0``: the residual of ``x0`` when the caller has it already. ``deflation``: a
     :class:`~polyinterp.approx.deflation.Deflation` (coarse correction of the start, search
     directions projected A-orthogonal to its space; the residual's part in that space, which low-precision
     products leave, is removed every iteration, or only before each true residual when the deflation says
     ``correct_each_iteration = False``).
     Returns (x, iterations, relative residual per output [o], info); info's ``history`` holds the
-    largest relative residual of the start (before the coarse correction) and after each iteration.
+    largest relative residual of the start (before the coarse correction) and after each iteration,
+    ``true_residuals`` the number of float64 residuals, ``start_seconds`` the time to the first iteration
+    (start residual and coarse correction) and ``true_residual_seconds`` the time of the later float64
+    residuals with their coarse corrections.
     """
+    t_start = clock(rhs[-1])
     bnorm = torch.diagonal(block_inner(rhs, rhs)).sqrt().clamp_min(torch.finfo(rhs[-1].dtype).tiny)
     X = x0
     R = add(rhs, op_hi(X), -1.0) if r0 is None else r0
@@ -48,8 +59,9 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         # residual update ran in the deflation's precision, so convergence is decided on a true residual
         R = add(rhs, op_hi(X), -1.0)
         rel, n_true = relative_residual(R, bnorm), 2
-    last_true = rel.clone()
+    last_true, since_true = rel.clone(), []
     P = project(precond(R))
+    t_true, t_start = 0.0, clock(rhs[-1]) - t_start
     while it < max_iter and not bool((rel <= tol).all()):
         between_iterations()
         Q = op_lo(P)
@@ -70,13 +82,20 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         rel = relative_residual(R, bnorm)
         it += 1
         final = bool((rel <= tol).all()) or it == max_iter
-        if final or bool((rel <= replace_factor * last_true).all()):
+        since_true.append(float(rel.max()))
+        # stalled: no progress over two iterations (low-precision products leave residual parts, e.g. in
+        # a coarse space corrected only here, that the iteration cannot remove); a true residual restarts it
+        stalled = len(since_true) > 2 and since_true[-1] >= STALL_RATIO * since_true[-3]
+        if final or stalled or bool((rel <= replace_factor * last_true).all()):
+            t0 = time.perf_counter()  # the bool above waited for the device
             if deflation is not None and not every:
                 X = deflation.correct(X, R)[0]
             R = add(rhs, op_hi(X), -1.0)
             rel, n_true = relative_residual(R, bnorm), n_true + 1
-            last_true = rel.clone()
+            last_true, since_true = rel.clone(), []
+            t_true += clock(rel) - t0
         history.append(float(rel.max()))
         Z = project(precond(R))
         P = add(Z, block_combine(P, -block_inner(Q, Z)))
-    return X, it, rel, {"history": history, "true_residuals": n_true}
+    return X, it, rel, {"history": history, "true_residuals": n_true, "start_seconds": t_start,
+                        "true_residual_seconds": t_true}

@@ -66,6 +66,7 @@ class SubspaceDeflation:
     of deflated CG is the solution of A x = b; E is symmetric positive definite when A is on the space."""
 
     correct_each_iteration = False  # a correction costs ≈ 0.5 s at d = 784, p = 81 (bench/README.md)
+    GALERKIN_ROWS = 1024  # rows of the Galerkin matrix formed at a time (1024·p² entries of scratch)
 
     def __init__(self, op: FormGramOperator, W: torch.Tensor, V=None, product_dtype: torch.dtype | None = None):
         M, mt, w = op.M, op.mt, op.w
@@ -108,19 +109,25 @@ class SubspaceDeflation:
     def _galerkin(self) -> torch.Tensor:
         """ZᵀAZ [m, m] on the symmetric basis of :func:`_sym_basis` (a = (a₁ ≤ a₂), b = (c ≤ d)):
         s_a s_b Σ_k w_k [2 (N_a₁c N_a₂d + N_a₁d N_a₂c) + 2 N_a₁a₂ N_cd − 4 ν_a₁ν_a₂ ν_cν_d], s = 1/√2 on the
-        diagonal pairs and 1 elsewhere; O(K·m²) work and memory, no p⁴ tensor."""
+        diagonal pairs and 1 elsewhere. The sum over k comes first, as one batched product
+        T_a = Σ_k w_k N_k[a₁, :]ᵀ N_k[a₂, :] [m, p, p] (m·p²·K work, in blocks of rows), from which the first
+        term is gathered (T_a[c, d] + T_a[d, c]); the other two are one GEMM each over k. No p⁴ tensor."""
         ia, ib, w = self.ia, self.ib, self.w.to(self.N.dtype)
+        N = self.N  # [K, p, p]
+        K, p, _ = N.shape
         m = ia.shape[0]
-        F = torch.zeros(m, m, dtype=self.N.dtype, device=self.N.device)
-        for k in range(w.shape[0]):
-            Na, Nb = self.N[k][ia], self.N[k][ib]  # [m, p]: rows a₁, a₂
-            term = Na[:, ia] * Nb[:, ib]
-            term += Na[:, ib] * Nb[:, ia]
-            nv = self.N[k][ia, ib]
-            mu = self.nu[k][ia] * self.nu[k][ib]
-            F += (2 * float(w[k])) * term
-            F += (2 * float(w[k])) * torch.outer(nv, nv)
-            F -= (4 * float(w[k])) * torch.outer(mu, mu)
+        A = (N[:, ia, :] * w[:, None, None]).permute(1, 2, 0)  # [m, p, K]: w_k N_k[a₁, c]
+        B = N[:, ib, :].permute(1, 0, 2)  # [m, K, p]: N_k[a₂, d]
+        cd, dc = ia * p + ib, ib * p + ia
+        F = N.new_empty(m, m)
+        for r in range(0, m, self.GALERKIN_ROWS):  # T in blocks of rows: m·p² memory would be 2.6 GB at p = 160
+            T = torch.bmm(A[r:r + self.GALERKIN_ROWS], B[r:r + self.GALERKIN_ROWS]).reshape(-1, p * p)
+            F[r:r + self.GALERKIN_ROWS] = T[:, cd] + T[:, dc]  # row a, column c·p + d: Σ_k w_k N_k[a₁, c] N_k[a₂, d]
+        F *= 2
+        nv = N[:, ia, ib].T  # [m, K]: N_k[a₁, a₂]
+        mu = (self.nu[:, ia] * self.nu[:, ib]).T  # [m, K]: ν_a₁ ν_a₂
+        F += (2 * nv * w) @ nv.T
+        F -= (4 * mu * w) @ mu.T
         s = torch.ones(m, dtype=F.dtype, device=F.device)
         s[ia == ib] = 1 / math.sqrt(2)
         return s[:, None] * F * s[None, :]
@@ -169,7 +176,10 @@ class SubspaceDeflation:
         return self._restrict_form(0.5 * (out + out.transpose(1, 2)))
 
     def _solve(self, y: torch.Tensor) -> torch.Tensor:
-        return torch.cholesky_solve(y.T, self.E_chol).T
+        # two triangular solves: the same result as torch.cholesky_solve in half its time (0.09 s against
+        # 0.19 s at m = 4753, o = 10, 2 threads)
+        L = self.E_chol
+        return torch.linalg.solve_triangular(L.T, torch.linalg.solve_triangular(L, y.T, upper=False), upper=True).T
 
     def _split(self, c: torch.Tensor):
         return c[:, :self.m], c[:, self.m:]

@@ -106,22 +106,44 @@ class MixturePreconditioner:
     def in_basis(self) -> "BasisPreconditioner":
         """The same preconditioner acting on forms in the basis Q (forms X [o, n, n] as 1-tuples, the
         states of :class:`~polyinterp.approx.form_operator.FormGramOperator` in that basis): there
-        its base part is an elementwise division, so one application costs O(K·o·n²), no n³ product."""
-        return BasisPreconditioner(self)
+        its base part is an elementwise division, so one application costs O(K·o·n²), no n³ product.
+        (:meth:`BasisPreconditioner.from_moments` builds it from moments already rotated, without this
+        class's n³ products.)"""
+        Q = self.Q
+        return BasisPreconditioner(1 / self.D, (Q.T @ self.U @ Q).reshape(self.U.shape[0], -1),
+                                   (Q.T @ self.BU @ Q).reshape(self.BU.shape[0], -1), self.cap_inv)
 
 
 class BasisPreconditioner:
     """:class:`MixturePreconditioner` in its own basis Q, in the mixture's precision: a residual form
     R̃ = QᵀRQ maps to Ỹ − Σ_j c_j (QᵀB⁻¹U_jQ) with Ỹ = R̃ ⊙ D⁻¹ and c = cap⁻¹ ⟨QᵀU_jQ, Ỹ⟩
     (the Woodbury correction of :class:`MixturePreconditioner`, rotated; symmetric positive definite
-    in the Frobenius inner product)."""
+    in the Frobenius inner product). ``Dinv`` [n, n], ``U`` and ``BU`` [K + 1, n²] (QᵀU_jQ and
+    QᵀB⁻¹U_jQ, flattened), ``cap_inv`` [K + 1, K + 1]."""
 
-    def __init__(self, pc: MixturePreconditioner):
-        Q = pc.Q
-        self.Dinv = 1 / pc.D
-        self.U = (Q.T @ pc.U @ Q).reshape(pc.U.shape[0], -1)
-        self.BU = (Q.T @ pc.BU @ Q).reshape(pc.BU.shape[0], -1)
-        self.cap_inv = pc.cap_inv
+    def __init__(self, Dinv: torch.Tensor, U: torch.Tensor, BU: torch.Tensor, cap_inv: torch.Tensor):
+        self.Dinv, self.U, self.BU, self.cap_inv = Dinv, U, BU, cap_inv
+
+    @classmethod
+    def from_moments(cls, M: torch.Tensor, weights: torch.Tensor, q0: torch.Tensor) -> "BasisPreconditioner":
+        """The preconditioner of ``MixturePreconditioner(mixture, Q).in_basis()`` from the rotated second
+        moments M [K, n, n] = QᵀM_kQ (as :class:`~polyinterp.approx.form_operator.FormGramOperator` holds
+        them) and q0 = Qᵀe₀ (the first row of Q), in their precision: in the basis the base inverse is an
+        elementwise division, so this costs O(K²·n²), no n³ product."""
+        K, n, _ = M.shape
+        w = weights.to(M.dtype)
+        lam = torch.diagonal(M, dim1=1, dim2=2)
+        D = 2 * torch.einsum("k,ki,kj->ij", w, lam, lam)
+        rho = float(2 * (q0[:, None] ** 2 * q0[None, :] ** 2 / D).sum())  # as MixturePreconditioner
+        s0 = -2.0 * min(1.0, 0.95 / rho)
+        U = torch.cat([w.sqrt()[:, None, None] * M, torch.outer(q0, q0)[None]])  # QᵀU_jQ
+        U = 0.5 * (U + U.transpose(1, 2))
+        BU = U / D  # QᵀB⁻¹U_jQ: B⁻¹ is the division by D in this basis
+        signs = torch.cat([torch.ones(K, dtype=M.dtype, device=M.device),
+                           torch.tensor([s0], dtype=M.dtype, device=M.device)])
+        U, BU = U.reshape(K + 1, -1), BU.reshape(K + 1, -1)
+        cap = torch.diag(1 / signs) + U @ BU.T
+        return cls(1 / D, U, BU, torch.linalg.inv(0.5 * (cap + cap.T)))
 
     def __call__(self, state):
         (R,) = state

@@ -40,11 +40,12 @@ from polyinterp.approx.approximant import Approximant
 from polyinterp.approx.block_pcg import block_pcg, relative_residual
 from polyinterp.approx.coarse_space import SubspaceDeflation
 from polyinterp.approx.deflation import Deflation
+from polyinterp.approx.device_clock import clock
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
 from polyinterp.approx.gram_operator import Theta, add, block_inner, cast, sym
 from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, form_to_dual, to_form
+from polyinterp.approx.mixture_preconditioner import BasisPreconditioner, form_to_dual, to_form
 from polyinterp.approx.quadratic_gaussian import quadratic_gaussian
 from polyinterp.approx.solver_plan import SolverPlan
 from polyinterp.approx.stein import stein_data
@@ -90,6 +91,12 @@ def fast_inner_dtype(device) -> torch.dtype:
 
 INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
 
+# Reliable updates: the float64 residual replaces the recursive one once that has fallen by this factor
+# since the last float64 one. bfloat16 products (good to ≈ 3e-3) let the recursive residual drift from the
+# true one within a decade or two; float32 (and float64) ones do not, and each float64 residual costs about
+# two float32 products (bench/README.md, "Fixed cost of a solve").
+REPLACE_FACTOR = {torch.bfloat16: 0.1, torch.float32: 1e-2, torch.float64: 1e-2}
+
 
 def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype):
     """(operator inside the iteration, resolved dtype): ``op_hi`` itself for float64, else a float32
@@ -130,6 +137,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     network and x_prev the mixture's correction to it. The start with the smaller residual is used.
     """
     t0 = time.perf_counter()
+    t_coarse = 0.0
     if preconditioner not in ("joint_diagonal", "moment_matched"):
         raise ApproxInputError(f"preconditioner must be 'joint_diagonal' or 'moment_matched', got {preconditioner!r}")
     t_setup = time.perf_counter()
@@ -149,18 +157,24 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     dual_to_q = lambda r: (rotate(to_form(r), Q),)  # noqa: E731  right-hand side → state
     deflation = None
     if preconditioner == "joint_diagonal":
-        precond = MixturePreconditioner(wmix, plan.basis, dtype=None).in_basis()
+        # from the operator's rotated moments: the same preconditioner as
+        # MixturePreconditioner(wmix, plan.basis).in_basis() without its n³ products
+        precond = BasisPreconditioner.from_moments(op_hi.M, wmix.weights, Q[0])
         V = to_q(plan.deflation) if plan.deflation is not None and plan.deflation[0].shape[0] > 0 else None
         if plan.coarse_basis is not None:
+            t_coarse = clock(Q)
             deflation = SubspaceDeflation(op_hi, plan.basis.T @ plan.coarse_basis, V,
                                           product_dtype=None if resolved == wmix.dtype else torch.float32)
+            t_coarse = clock(Q) - t_coarse
         elif V is not None:
             deflation = Deflation(V, op_hi)
     else:
         precond = lambda R: (theta_to_form(standard_gaussian_inverse(form_to_dual(R[0]))),)  # noqa: E731
-    t_setup = time.perf_counter() - t_setup
+    t_setup_end = clock(Q)
+    t_setup = t_setup_end - t_setup
     wmodel = model.affine(W.M, W.shift)
     rhs = dual_to_q(rhs_mixture(wmodel, wmix))
+    t_rhs = clock(Q)
     eye = torch.eye(W.rank, dtype=mixture.dtype, device=mixture.device)
     zero = torch.zeros(W.rank, dtype=mixture.dtype, device=mixture.device)
     mm = quadratic_gaussian(wmodel, zero, eye)
@@ -183,7 +197,10 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
             start = "warm_start (closed-form corrected)" if warm_start_model is not None else "warm_start"
         else:
             start = "moment_matched (warm start was worse)"
-    xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation)
+    t_start = clock(Q)
+    xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation,
+                                   replace_factor=REPLACE_FACTOR.get(resolved, 0.1))
+    t_pcg = clock(Q) - t_start
     g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
     out = g.compose(W.P, -(W.P @ W.shift))
     out.fit_info = {
@@ -195,6 +212,15 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "coarse_dimension": getattr(deflation, "m", 0),
         "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
         "setup_seconds": t_setup, "jd_sweeps": plan.sweeps,
+        # where the time went (each part timed after the device finished it): setup (the plan when none was
+        # given, whitening, operator,
+        # preconditioner; coarse_setup of it the coarse space), right-hand side, start (closed form, warm
+        # start's residuals, PCG's start residual and coarse correction), the iterations, and the later
+        # float64 residuals (with their coarse corrections)
+        "seconds_by_part": {"setup": t_setup, "coarse_setup": t_coarse, "rhs": t_rhs - t_setup_end,
+                            "start": t_start - t_rhs + extra["start_seconds"],
+                            "iterations": t_pcg - extra["start_seconds"] - extra["true_residual_seconds"],
+                            "true_residuals": extra["true_residual_seconds"]},
         "residual_history": [h for h in extra["history"] if math.isfinite(h)],
     }
     return out

@@ -11,11 +11,11 @@ may pick a different but equally valid whitening; the basis belongs to this one)
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
+from polyinterp.approx.device_clock import clock
 from polyinterp.approx.coarse_space import ritz_subspace
 from polyinterp.approx.deflation import lanczos, outlier_eigenvectors, random_start
 from polyinterp.approx.errors import ApproxInputError
@@ -45,7 +45,9 @@ class SolverPlan:
     and the coarse space's dimension p and Ritz values.
     ``coarse_basis``: W [r + 1, p] with orthonormal columns (whitened x̃ coordinates) or None: the solver
     deflates every form W S Wᵀ besides the deflation block
-    (:class:`~polyinterp.approx.coarse_space.SubspaceDeflation`)."""
+    (:class:`~polyinterp.approx.coarse_space.SubspaceDeflation`).
+    ``seconds_by_part``: where ``seconds`` went (whitening, frobenius_sweeps, logdet_sweeps, lanczos,
+    deflation and coarse: the eigenvector checks and the subspace), when the plan was built here."""
 
     whitening: Whitening
     basis: torch.Tensor
@@ -55,6 +57,7 @@ class SolverPlan:
     deflation_info: dict | None = None
     logdet_sweeps: int = 0
     coarse_basis: torch.Tensor | None = None
+    seconds_by_part: dict | None = None
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
@@ -73,14 +76,24 @@ class SolverPlan:
                 f"coarse_ritz × coarse_rank + 1 = {coarse_ritz * coarse_rank + 1} coarse directions exceed "
                 f"{MAX_COARSE_DIRECTIONS} (the coarse space's dense Galerkin matrix has (p(p + 1)/2)² entries); "
                 "lower coarse_ritz or coarse_rank")
-        t0 = time.perf_counter()
+        t0 = clock(mixture.means)
+        parts, t = {}, t0
+
+        def lap(name):
+            nonlocal t
+            now = clock(mixture.means)
+            parts[name], t = now - t, now
+
         W = whitening(mixture, rcond)
         wmix = whiten_mixture(mixture, W)
         _, M = second_moments(wmix)
+        lap("whitening")
         if sweeps > 0:
             Q = joint_diagonalize(M, wmix.weights, sweeps=sweeps, block=block)
+            lap("frobenius_sweeps")
             if logdet_sweeps > 0:
                 Q = joint_diagonalize(M, wmix.weights, sweeps=logdet_sweeps, block=block, criterion="logdet", start=Q)
+                lap("logdet_sweeps")
         else:
             logdet_sweeps = 0
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
@@ -90,8 +103,10 @@ class SolverPlan:
             op = GramOperator(wmix, product_dtype=torch.float32)
             precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
             run = lanczos(op, precond, random_start(W.rank, 0, wmix.dtype, wmix.device), lanczos_steps)
+            lap("lanczos")
             info = {}
             deflation = outlier_eigenvectors(op, precond, W.rank, run=run, info=info)
+            lap("deflation")
             info = {k: info[k] for k in ("steps", "candidates", "kept", "rejected", "candidate_ritz_values",
                                          "candidate_residuals")}
             if coarse_ritz > 0 and coarse_rank > 0:
@@ -101,7 +116,8 @@ class SolverPlan:
                 coarse = ritz_subspace(theta_to_form(low), coarse_rank, e0)
                 info["coarse_dimension"] = coarse.shape[1]
                 info["coarse_ritz_values"] = run.theta[:coarse_ritz].tolist()
-        return cls(W, Q, sweeps, time.perf_counter() - t0, deflation, info, logdet_sweeps, coarse)
+                lap("coarse")
+        return cls(W, Q, sweeps, clock(mixture.means) - t0, deflation, info, logdet_sweeps, coarse, parts)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -124,7 +140,8 @@ class SolverPlan:
         W = self.whitening
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
                 "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info,
-                "logdet_sweeps": self.logdet_sweeps, "coarse_basis": self.coarse_basis}
+                "logdet_sweeps": self.logdet_sweeps, "coarse_basis": self.coarse_basis,
+                "seconds_by_part": self.seconds_by_part}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -142,7 +159,7 @@ class SolverPlan:
                                    "rebuild the plan with SolverPlan.build(mixture)")
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
-                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse)
+                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse, state.get("seconds_by_part"))
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
@@ -151,4 +168,4 @@ class SolverPlan:
         info = dict(self.deflation_info) if self.deflation_info is not None else None
         coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
-                          self.logdet_sweeps, coarse)
+                          self.logdet_sweeps, coarse, self.seconds_by_part)
