@@ -23,7 +23,8 @@ plan's coarse space of forms W S Wᵀ (:mod:`polyinterp.approx.coarse_space`) wh
 inside the iteration run in ``inner_dtype``: ``"auto"`` picks bfloat16 for the d³ products where the
 hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and d ≥ 256,
 float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by the float64
-one whenever it has dropped tenfold (reliable updates), and convergence is declared on a float64
+one whenever it has dropped tenfold (bfloat16 products) or a hundredfold (float32 ones; reliable
+updates, :data:`REPLACE_FACTOR`) or has stalled, and convergence is declared on a float64
 residual only, in the Frobenius norm of the residual's form (r₀² + 2‖r₁‖² + ‖R₂‖², the same in every
 basis Q), so ``tol`` holds in float64 whatever the inner precision (lower precision may cost
 iterations; measurements in ``bench/README.md``).

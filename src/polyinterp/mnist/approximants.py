@@ -101,6 +101,8 @@ def solver_plan_step(*, mixture: str, plan: str, params: dict) -> None:
              "%.1f s (rank %d)", built.sweeps, built.logdet_sweeps,
              0 if built.deflation is None else built.deflation[0].shape[0],
              0 if built.coarse_basis is None else built.coarse_basis.shape[1], built.seconds, built.whitening.rank)
+    log.info("solver plan seconds by part: %s",
+             ", ".join(f"{k} {v:.1f}" for k, v in (built.seconds_by_part or {}).items()))
     info = built.deflation_info
     if info:
         log.info("deflation: %d candidate Ritz pairs, %d kept, %d rejected by their true residual; "
