@@ -400,17 +400,20 @@ def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
 def _parts(r: dict) -> str:
     """The solve's (and the plan's) seconds by part, e.g. ``setup 9.1 (coarse 7.0), rhs 1.2, …; plan: …``."""
     parts = r.get("seconds_by_part") or {}
-    out = ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "coarse_setup")
-    if r.get("true_residuals"):
-        # the count includes the start's residual, whose time is in "start"
-        out = out.replace("true_residuals", f"float64 residuals ({r['true_residuals']} in all)", 1)
-    if parts.get("coarse_setup"):
-        out = out.replace(f"setup {parts['setup']:.1f}", f"setup {parts['setup']:.1f} (coarse {parts['coarse_setup']:.1f})", 1)
+    items = []
+    for k, v in parts.items():
+        if k == "setup" and parts.get("coarse_setup"):
+            items.append(f"setup {v:.1f} (coarse {parts['coarse_setup']:.1f})")
+        elif k == "true_residuals" and r.get("true_residuals"):
+            # the count includes the start's residual, whose time is in "start"
+            items.append(f"float64 residuals ({r['true_residuals']} in all) {v:.1f}")
+        elif k != "coarse_setup":
+            items.append(f"{k} {v:.1f}")
+    out = ", ".join(items)
     plan = r.get("plan_seconds_by_part") or {}
     if plan:
         out += "; plan: " + ", ".join(f"{k} {v:.1f}" for k, v in plan.items())
     return out
-
 
 if __name__ == "__main__":
     main()

@@ -60,6 +60,24 @@ def from_form(X: torch.Tensor):
     return X[:, 0, 0], 2 * X[:, 1:, 0], X[:, 1:, 1:]
 
 
+def _base_diagonal_and_e0_coefficient(lam: torch.Tensor, w: torch.Tensor, q0: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """D_ij = 2 Σ_k w_k λ_ki λ_kj (the base part, a division in the basis) from the diagonals λ [K, n], and
+    the coefficient s₀ of the e₀e₀ᵀ term, −2 capped so that the preconditioner stays positive definite:
+    ⟨X, BX⟩ ≥ 2 X₀₀²·(1/ρ) with ρ = 2 Σ q0_i² q0_j² / D_ij (Cauchy–Schwarz; q0 = Qᵀe₀)."""
+    D = 2 * torch.einsum("k,ki,kj->ij", w, lam, lam)
+    rho = float(2 * (q0[:, None] ** 2 * q0[None, :] ** 2 / D).sum())
+    return D, -2.0 * min(1.0, 0.95 / rho)
+
+
+def _capacitance_inverse(UBU: torch.Tensor, s0: float) -> torch.Tensor:
+    """(diag(1/s) + ⟨U_i, B⁻¹U_j⟩)⁻¹ of the Woodbury identity, s = (1, …, 1, s₀), from the Gram matrix
+    UBU [K + 1, K + 1] of the terms (symmetrised)."""
+    signs = torch.ones(UBU.shape[0], dtype=UBU.dtype, device=UBU.device)
+    signs[-1] = s0
+    cap = torch.diag(1 / signs) + UBU
+    return torch.linalg.inv(0.5 * (cap + cap.T))
+
+
 class MixturePreconditioner:
     """See the module docstring. ``mixture`` must be whitened (Σ_k w_k M_k = I); ``basis`` is the
     orthogonal Q [d + 1, d + 1] (identity when omitted). ``dtype`` is the precision of the four n³
@@ -70,26 +88,20 @@ class MixturePreconditioner:
                  dtype: torch.dtype | None = torch.float32):
         w = mixture.weights
         _, M = second_moments(mixture)
-        K, n, _ = M.shape
+        n = M.shape[-1]
         self.n, self.dtype = n, dtype or mixture.dtype
         Q = torch.eye(n, dtype=M.dtype, device=M.device) if basis is None else basis.to(M.device, M.dtype)
         lam = torch.diagonal(Q.T @ M @ Q, dim1=1, dim2=2)  # [K, n], > 0 since every M_k is PD
-        self.Q, self.D = Q, 2 * torch.einsum("k,ki,kj->ij", w, lam, lam)
+        self.Q = Q
+        self.D, s0 = _base_diagonal_and_e0_coefficient(lam, w, Q[0])
         self.Q_lo, self.Dinv_lo = Q.to(self.dtype), (1 / self.D).to(self.dtype)
         # Woodbury terms: P = B + Σ_j s_j U_j ⊗ U_j (rank one each), U = [√w_k M_k ..., e₀e₀ᵀ]
         E0 = torch.zeros(n, n, dtype=M.dtype, device=M.device)
         E0[0, 0] = 1.0
-        q0 = Q[0]  # e₀ in the Q basis
-        # ⟨X, BX⟩ ≥ 2 X₀₀²·(1/ρ) with ρ = 2 Σ q0_i² q0_j² / D_ij (Cauchy–Schwarz): cap the coefficient
-        rho = float(2 * (q0[:, None] ** 2 * q0[None, :] ** 2 / self.D).sum())
-        s0 = -2.0 * min(1.0, 0.95 / rho)
         self.U = torch.cat([w.sqrt()[:, None, None] * M, E0[None]])  # [K + 1, n, n]
-        signs = torch.cat([torch.ones(K, dtype=M.dtype, device=M.device),
-                           torch.tensor([s0], dtype=M.dtype, device=M.device)])
         BU = self._base_inverse(self.U.to(self.dtype)).to(M.dtype)
         self.BU = 0.5 * (BU + BU.transpose(1, 2))
-        cap = torch.diag(1 / signs) + torch.einsum("iab,jab->ij", self.U, self.BU)
-        self.cap_inv = torch.linalg.inv(0.5 * (cap + cap.T))
+        self.cap_inv = _capacitance_inverse(torch.einsum("iab,jab->ij", self.U, self.BU), s0)
         self.e0_coefficient = s0
 
     def _base_inverse(self, X: torch.Tensor) -> torch.Tensor:
@@ -130,20 +142,14 @@ class BasisPreconditioner:
         moments M [K, n, n] = QᵀM_kQ (as :class:`~polyinterp.approx.form_operator.FormGramOperator` holds
         them) and q0 = Qᵀe₀ (the first row of Q), in their precision: in the basis the base inverse is an
         elementwise division, so this costs O(K²·n²), no n³ product."""
-        K, n, _ = M.shape
+        K = M.shape[0]
         w = weights.to(M.dtype)
-        lam = torch.diagonal(M, dim1=1, dim2=2)
-        D = 2 * torch.einsum("k,ki,kj->ij", w, lam, lam)
-        rho = float(2 * (q0[:, None] ** 2 * q0[None, :] ** 2 / D).sum())  # as MixturePreconditioner
-        s0 = -2.0 * min(1.0, 0.95 / rho)
+        D, s0 = _base_diagonal_and_e0_coefficient(torch.diagonal(M, dim1=1, dim2=2), w, q0)
         U = torch.cat([w.sqrt()[:, None, None] * M, torch.outer(q0, q0)[None]])  # QᵀU_jQ
         U = 0.5 * (U + U.transpose(1, 2))
         BU = U / D  # QᵀB⁻¹U_jQ: B⁻¹ is the division by D in this basis
-        signs = torch.cat([torch.ones(K, dtype=M.dtype, device=M.device),
-                           torch.tensor([s0], dtype=M.dtype, device=M.device)])
         U, BU = U.reshape(K + 1, -1), BU.reshape(K + 1, -1)
-        cap = torch.diag(1 / signs) + U @ BU.T
-        return cls(1 / D, U, BU, torch.linalg.inv(0.5 * (cap + cap.T)))
+        return cls(1 / D, U, BU, _capacitance_inverse(U @ BU.T, s0))
 
     def __call__(self, state):
         (R,) = state

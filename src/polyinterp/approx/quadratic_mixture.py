@@ -214,10 +214,9 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
         "setup_seconds": t_setup, "jd_sweeps": plan.sweeps,
         # where the time went (each part timed after the device finished it): setup (the plan when none was
-        # given, whitening, operator,
-        # preconditioner; coarse_setup of it the coarse space), right-hand side, start (closed form, warm
-        # start's residuals, PCG's start residual and coarse correction), the iterations, and the later
-        # float64 residuals (with their coarse corrections)
+        # given, whitening, operator, preconditioner; coarse_setup: of it the coarse space), right-hand side,
+        # start (closed form, warm start's residuals, PCG's start residual and coarse correction), the
+        # iterations, and the later float64 residuals (with their coarse corrections)
         "seconds_by_part": {"setup": t_setup, "coarse_setup": t_coarse, "rhs": t_rhs - t_setup_end,
                             "start": t_start - t_rhs + extra["start_seconds"],
                             "iterations": t_pcg - extra["start_seconds"] - extra["true_residual_seconds"],
