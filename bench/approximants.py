@@ -54,7 +54,8 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.approx.solver_plan import COARSE_RANK, COARSE_RITZ, LOGDET_SWEEPS
+from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS
+from polyinterp.approx.solver_plan import BASIS_METHODS, COARSE_RANK, COARSE_RITZ, LOGDET_SWEEPS
 
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
 
@@ -173,11 +174,16 @@ def _run_one(cfg: dict) -> list[dict]:
     inner = cfg.get("inner_dtype", "auto")
     if method == "quadratic_exact" and K > 1:
         # once per mixture (the pipeline's rule mnist_solver_plan), shared by every checkpoint and seed
-        plan = SolverPlan.build(mix, sweeps=cfg.get("jd_sweeps", 2), lanczos_steps=cfg.get("deflation_steps", 120),
+        plan = SolverPlan.build(mix, basis=cfg.get("basis", "newton"), sweeps=cfg.get("jd_sweeps", 2),
+                                newton_iterations=cfg.get("newton_iterations", NEWTON_ITERATIONS),
+                                lanczos_steps=cfg.get("deflation_steps", 120),
                                 logdet_sweeps=cfg.get("logdet_sweeps", LOGDET_SWEEPS),
                                 coarse_ritz=cfg.get("coarse_ritz", COARSE_RITZ), coarse_rank=cfg.get("coarse_rank", COARSE_RANK))
         out["plan_seconds"] = plan.seconds
         out["plan_seconds_by_part"] = plan.seconds_by_part
+        if plan.basis_info is not None:
+            out["newton_steps"] = plan.basis_info["iterations"]
+            out["logdet_criterion"] = plan.basis_info["criterion"][-1]
         out["product_seconds"] = gram_product_seconds(plan.whiten(mix), device)
     t0 = time.perf_counter()
     if method == "linear":
@@ -290,9 +296,12 @@ def main(argv=None):
     ap.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
     ap.add_argument("--mixture", default=str(DEFAULT_MIXTURE))
     ap.add_argument("--tol", type=float, default=1e-6)
-    ap.add_argument("--jd-sweeps", type=int, default=2, help="Jacobi sweeps of the solver plan (once per mixture)")
+    ap.add_argument("--basis", default="newton", choices=list(BASIS_METHODS),
+                    help="the solver plan's joint-diagonal basis: newton (log-det quasi-Newton steps), jacobi (the sweeps below)")
+    ap.add_argument("--newton-iterations", type=int, default=NEWTON_ITERATIONS, help="--basis newton: the most steps")
+    ap.add_argument("--jd-sweeps", type=int, default=2, help="--basis jacobi: Jacobi sweeps of the solver plan (once per mixture)")
     ap.add_argument("--logdet-sweeps", type=int, default=LOGDET_SWEEPS,
-                    help="log-det Jacobi sweeps of the solver plan after --jd-sweeps (0: none)")
+                    help="--basis jacobi: log-det Jacobi sweeps of the solver plan after --jd-sweeps (0: none)")
     ap.add_argument("--preconditioner", default="joint_diagonal", choices=["joint_diagonal", "moment_matched"])
     ap.add_argument("--deflation-steps", type=int, default=120, help="Lanczos steps of the plan's deflation (0: none)")
     ap.add_argument("--coarse-ritz", type=int, default=COARSE_RITZ,
@@ -354,6 +363,7 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                     cfg = {"device": device, "h": h, "K": K, "method": method, "tol": args.tol,
                            "max_iter": args.max_iter, "sgd_steps": args.sgd_steps, "sgd_batch": args.sgd_batch,
                            "mixture": args.mixture, "fvu_samples": args.fvu_samples,
+                           "basis": args.basis, "newton_iterations": args.newton_iterations,
                            "jd_sweeps": args.jd_sweeps, "logdet_sweeps": args.logdet_sweeps,
                            "preconditioner": args.preconditioner,
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,

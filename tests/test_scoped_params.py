@@ -59,10 +59,16 @@ def test_solver_tolerance_does_not_rerun_the_solver_plan(copy):
     assert not {"mnist_train", "mnist_mixture", "mnist_data"} & jobs
 
 
-@pytest.mark.parametrize("key,value", [("deflation_steps", 30), ("jd_logdet_sweeps", 1), ("coarse_ritz", 5),
-                                       ("coarse_rank", 2)])
+@pytest.mark.parametrize("key,value", [("deflation_steps", 30), ("jd_newton_iterations", 10), ("jd_basis", "jacobi"),
+                                       ("coarse_ritz", 5), ("coarse_rank", 2)])
 def test_plan_keys_rerun_the_plan_but_not_training(copy, key, value):
     jobs = _dry(copy, f"mnist:\n  approx:\n    {key}: {value}\n")
+    assert "mnist_solver_plan" in jobs and "mnist_train" not in jobs, jobs
+
+
+def test_jacobi_keys_rerun_the_plan_only_with_the_jacobi_basis(copy):
+    assert "mnist_solver_plan" not in _dry(copy, "mnist:\n  approx:\n    jd_logdet_sweeps: 1\n")
+    jobs = _dry(copy, "mnist:\n  approx:\n    jd_basis: jacobi\n    jd_logdet_sweeps: 1\n")
     assert "mnist_solver_plan" in jobs and "mnist_train" not in jobs, jobs
 
 

@@ -142,8 +142,11 @@ def test_plan_carries_its_coarse_basis(random_mixture):
     again = SolverPlan.from_state_dict(plan.state_dict())
     torch.testing.assert_close(again.coarse_basis, W, rtol=0, atol=0)
     parts = plan.seconds_by_part
-    assert list(parts) == ["whitening", "frobenius_sweeps", "logdet_sweeps", "lanczos", "deflation", "coarse"]
+    assert list(parts) == ["whitening", "newton", "lanczos", "deflation", "coarse"]
     assert min(parts.values()) >= 0 and sum(parts.values()) <= plan.seconds and again.seconds_by_part == parts
+    jacobi = SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=3, coarse_rank=2, basis="jacobi")
+    assert list(jacobi.seconds_by_part) == ["whitening", "frobenius_sweeps", "logdet_sweeps", "lanczos", "deflation",
+                                            "coarse"]
     assert SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=0).coarse_basis is None
     with pytest.raises(ApproxInputError, match="coarse_ritz"):
         SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=100, coarse_rank=4)

@@ -233,15 +233,19 @@ def test_unknown_preconditioner_is_named(random_model, random_mixture):
                               preconditioner="jacobi")
 
 
-def test_a_saved_plan_is_reused_and_checked(random_model, random_mixture):
+@pytest.mark.parametrize("basis", ["newton", "jacobi"])
+def test_a_saved_plan_is_reused_and_checked(random_model, random_mixture, basis):
     """A plan built once (and round-tripped through its state dict) gives the same solution as
-    building it inside the call; a plan of another mixture is refused with a clear error."""
+    building it inside the call (the default, Newton basis); a plan of another mixture is refused with a
+    clear error."""
     model = random_model("glu", 5, 8, 2, seed=41, activation="gelu")
     mix = random_mixture(5, 3, seed=42)
-    plan = SolverPlan.from_state_dict(SolverPlan.build(mix, sweeps=2).state_dict())
+    plan = SolverPlan.from_state_dict(SolverPlan.build(mix, sweeps=2, basis=basis).state_dict())
+    assert plan.basis_method == basis and (plan.basis_info is not None) == (basis == "newton")
     a = quadratic_approximant(model, mix, tol=1e-11, plan=plan, inner_dtype=None)
     b = quadratic_approximant(model, mix, tol=1e-11, inner_dtype=None)
-    assert a.fit_info["jd_sweeps"] == 2 and a.fit_info["converged"]
+    assert a.fit_info["converged"] and b.fit_info["basis"] == "newton"
+    assert a.fit_info["basis"] == basis and a.fit_info["jd_sweeps"] == (2 if basis == "jacobi" else 0)
     torch.testing.assert_close(a.gamma, b.gamma, rtol=1e-8, atol=1e-9)
     other = random_mixture(5, 3, seed=43)
     with pytest.raises(ApproxInputError, match="another mixture"):

@@ -87,14 +87,16 @@ def _pcg_whitened(quad, plan, iu, ju):
 
 @pytest.mark.parametrize("ridge", RIDGES)
 @pytest.mark.parametrize("inner", ["float64", "float32"])
-@pytest.mark.parametrize("logdet_sweeps,coarse_ritz", [(0, 0), (3, 0), (3, 6)])
-def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, logdet_sweeps, coarse_ritz):
-    """Either basis of the plan (Frobenius sweeps only, or followed by log-det sweeps), with and without
-    a coarse space (on ≤ 19 of the 50 directions, so that PCG still has work to do)."""
+@pytest.mark.parametrize("basis,logdet_sweeps,coarse_ritz", [("jacobi", 0, 0), ("jacobi", 3, 0), ("jacobi", 3, 6),
+                                                         ("newton", 0, 0), ("newton", 0, 6)])
+def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, basis, logdet_sweeps, coarse_ritz):
+    """Every basis of the plan (Jacobi: Frobenius sweeps only, or followed by log-det sweeps; the Newton
+    steps on the log-det criterion), with and without a coarse space (on ≤ 19 of the 50 directions, so
+    that PCG still has work to do)."""
     mix = _mixture(pooled, ridge)
     plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=60, logdet_sweeps=logdet_sweeps, coarse_ritz=coarse_ritz,
-                            coarse_rank=3)
-    assert plan.logdet_sweeps == logdet_sweeps
+                            coarse_rank=3, basis=basis)
+    assert plan.basis_method == basis and plan.logdet_sweeps == logdet_sweeps
     assert (plan.coarse_basis is None) == (coarse_ritz == 0)
     model = _model(mix.d)
     direct, iu, ju = _direct_whitened(model, mix, plan)
@@ -102,7 +104,7 @@ def test_pcg_equals_the_direct_solve_at_every_ridge(pooled, ridge, inner, logdet
     assert quad.fit_info["converged"], quad.fit_info
     got = _pcg_whitened(quad, plan, iu, ju)
     err = float((got - direct).abs().max() / direct.abs().max())
-    assert err <= 1e-8, (ridge, inner, logdet_sweeps, coarse_ritz, err, quad.fit_info["iterations"])
+    assert err <= 1e-8, (ridge, inner, basis, logdet_sweeps, coarse_ritz, err, quad.fit_info["iterations"])
     if coarse_ritz:
         assert quad.fit_info["coarse_dimension"] == plan.coarse_basis.shape[1] * (plan.coarse_basis.shape[1] + 1) // 2
 

@@ -52,7 +52,10 @@ rule mnist_solver_plan:
         step=step_params(
             "mnist_solver_plan",
             lambda wc: {
-                **{k: config["mnist"]["approx"][k] for k in ("jd_sweeps", "jd_logdet_sweeps", "deflation_steps", "coarse_ritz", "coarse_rank")},
+                # only the keys of the chosen basis, so that the other's keys do not rebuild the plan
+                **{k: config["mnist"]["approx"][k] for k in ("jd_basis", "deflation_steps", "coarse_ritz", "coarse_rank")
+                   + {"newton": ("jd_newton_iterations",), "jacobi": ("jd_sweeps", "jd_logdet_sweeps"),
+                      "identity": ()}[config["mnist"]["approx"]["jd_basis"]]},
                 "device": DEVICE,
             }
         ),

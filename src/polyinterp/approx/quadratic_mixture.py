@@ -128,8 +128,9 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     ``plan``, with the plan's deflation) or ``"moment_matched"`` (the Gram inverse of N(0, I) in
     whitened coordinates, no deflation).
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
-    same mixture); built here with ``jd_sweeps`` Jacobi sweeps, the default Lanczos steps and coarse space and ``rcond`` when
-    omitted (a given plan brings its own whitening, so ``rcond`` and ``jd_sweeps`` are then unused).
+    same mixture); built here when omitted, with the default (Newton) basis, Lanczos steps and coarse space and
+    ``rcond``, or with the identity basis when ``jd_sweeps`` = 0 (a given plan brings its own whitening and
+    basis, so ``rcond`` and ``jd_sweeps`` are then unused).
     ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64), or
     one of the names in :data:`INNER_DTYPES` (as in the config).
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
@@ -212,7 +213,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "preconditioner": preconditioner, "deflated": getattr(deflation, "explicit", getattr(deflation, "k", 0)),
         "coarse_dimension": getattr(deflation, "m", 0),
         "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
-        "setup_seconds": t_setup, "jd_sweeps": plan.sweeps,
+        "setup_seconds": t_setup, "basis": plan.basis_method, "jd_sweeps": plan.sweeps,
         # where the time went (each part timed after the device finished it): setup (the plan when none was
         # given, whitening, operator, preconditioner; coarse_setup: of it the coarse space), right-hand side,
         # start (closed form, warm start's residuals, PCG's start residual and coarse correction), the

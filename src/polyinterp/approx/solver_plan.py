@@ -22,12 +22,14 @@ from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.form_operator import theta_to_form
 from polyinterp.approx.gram_operator import GramOperator
 from polyinterp.approx.joint_diagonal import joint_diagonalize
+from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS, logdet_newton
 from polyinterp.approx.mixture import GaussianMixture
 from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, second_moments
 from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 
 
-LOGDET_SWEEPS = 3  # the default; measured in bench/README.md ("The log-det criterion")
+LOGDET_SWEEPS = 3  # the default of the Jacobi basis; measured in bench/README.md ("The log-det criterion")
+BASIS_METHODS = ("newton", "jacobi", "identity")  # newton: the default, measured in bench/README.md ("A Newton basis")
 MAX_COARSE_DIRECTIONS = 160  # p = 160: a Galerkin matrix of 12 880² float64 entries (1.3 GB)
 COARSE_RITZ, COARSE_RANK = 12, 8  # the defaults; measured in bench/README.md ("A coarse space of cross forms")
 
@@ -46,8 +48,8 @@ class SolverPlan:
     ``coarse_basis``: W [r + 1, p] with orthonormal columns (whitened x̃ coordinates) or None: the solver
     deflates every form W S Wᵀ besides the deflation block
     (:class:`~polyinterp.approx.coarse_space.SubspaceDeflation`).
-    ``seconds_by_part``: where ``seconds`` went (whitening, frobenius_sweeps, logdet_sweeps, lanczos,
-    deflation and coarse: the eigenvector checks and the subspace), when the plan was built here."""
+    ``seconds_by_part``: where ``seconds`` went (whitening; newton, or frobenius_sweeps and logdet_sweeps;
+    lanczos; deflation and coarse: the eigenvector checks and the subspace), when the plan was built here."""
 
     whitening: Whitening
     basis: torch.Tensor
@@ -58,15 +60,21 @@ class SolverPlan:
     logdet_sweeps: int = 0
     coarse_basis: torch.Tensor | None = None
     seconds_by_part: dict | None = None
+    basis_method: str = "jacobi"
+    basis_info: dict | None = None
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
               lanczos_steps: int = 120, logdet_sweeps: int = LOGDET_SWEEPS, coarse_ritz: int = COARSE_RITZ,
-              coarse_rank: int = COARSE_RANK) -> "SolverPlan":
-        """``sweeps`` Jacobi sweeps for the basis (0: identity) with the off-diagonal-mass criterion, then
-        ``logdet_sweeps`` more with the log-det criterion from there (``joint_diagonalize``'s
-        ``criterion="logdet"``: it weighs each class's small-variance directions as much as its large
-        ones, which is what the preconditioner needs when the ridge is small; needs ``sweeps`` > 0);
+              coarse_rank: int = COARSE_RANK, basis: str = "newton",
+              newton_iterations: int = NEWTON_ITERATIONS) -> "SolverPlan":
+        """The basis: ``basis`` = ``"identity"`` or ``sweeps`` = 0 keeps the identity (and builds no deflation); ``basis`` =
+        ``"newton"`` (default) lowers the log-det criterion (it weighs each class's small-variance directions
+        as much as its large ones, which is what the preconditioner needs when the ridge is small) by at most
+        ``newton_iterations`` all-pairs quasi-Newton steps (:func:`~polyinterp.approx.logdet_newton.logdet_newton`,
+        float32 steps; ``sweeps`` and ``logdet_sweeps`` unused), and ``basis`` = ``"jacobi"`` takes ``sweeps``
+        Jacobi sweeps with the off-diagonal-mass criterion, then ``logdet_sweeps`` more with the log-det
+        criterion from there (``joint_diagonalize``'s ``criterion="logdet"``).
         ``lanczos_steps`` steps of the Lanczos run that finds the eigenvectors to deflate (0: none;
         needs ``sweeps`` > 0); the Ritz vectors of its ``coarse_ritz`` lowest Ritz values, ``coarse_rank``
         leading directions each, and the constant span the coarse space's subspace
@@ -76,6 +84,8 @@ class SolverPlan:
                 f"coarse_ritz × coarse_rank + 1 = {coarse_ritz * coarse_rank + 1} coarse directions exceed "
                 f"{MAX_COARSE_DIRECTIONS} (the coarse space's dense Galerkin matrix has (p(p + 1)/2)² entries); "
                 "lower coarse_ritz or coarse_rank")
+        if basis not in BASIS_METHODS:
+            raise ApproxInputError(f"basis must be one of {list(BASIS_METHODS)}, got {basis!r}")
         t0 = clock(mixture.means)
         parts, t = {}, t0
 
@@ -88,17 +98,24 @@ class SolverPlan:
         wmix = whiten_mixture(mixture, W)
         _, M = second_moments(wmix)
         lap("whitening")
-        if sweeps > 0:
+        basis_info = None
+        if basis == "identity":
+            sweeps = 0
+        if sweeps > 0 and basis == "newton":
+            sweeps, logdet_sweeps, basis_info = 0, 0, {}
+            Q = logdet_newton(M, wmix.weights, iterations=newton_iterations, info=basis_info)
+            lap("newton")
+        elif sweeps > 0:
             Q = joint_diagonalize(M, wmix.weights, sweeps=sweeps, block=block)
             lap("frobenius_sweeps")
             if logdet_sweeps > 0:
                 Q = joint_diagonalize(M, wmix.weights, sweeps=logdet_sweeps, block=block, criterion="logdet", start=Q)
                 lap("logdet_sweeps")
         else:
-            logdet_sweeps = 0
+            logdet_sweeps, basis = 0, "identity"
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
         deflation, info, coarse = None, None, None
-        if sweeps > 0 and lanczos_steps > 0:
+        if basis != "identity" and lanczos_steps > 0:
             # float32 products are ample for the outliers' eigenvectors and halve the time
             op = GramOperator(wmix, product_dtype=torch.float32)
             precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
@@ -117,7 +134,8 @@ class SolverPlan:
                 info["coarse_dimension"] = coarse.shape[1]
                 info["coarse_ritz_values"] = run.theta[:coarse_ritz].tolist()
                 lap("coarse")
-        return cls(W, Q, sweeps, clock(mixture.means) - t0, deflation, info, logdet_sweeps, coarse, parts)
+        return cls(W, Q, sweeps, clock(mixture.means) - t0, deflation, info, logdet_sweeps, coarse, parts, basis,
+                   basis_info)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -141,7 +159,7 @@ class SolverPlan:
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
                 "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info,
                 "logdet_sweeps": self.logdet_sweeps, "coarse_basis": self.coarse_basis,
-                "seconds_by_part": self.seconds_by_part}
+                "seconds_by_part": self.seconds_by_part, "basis_method": self.basis_method, "basis_info": self.basis_info}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -157,9 +175,12 @@ class SolverPlan:
             raise ApproxInputError(f"solver plan state has a coarse basis of shape {tuple(coarse.shape)}, which does not "
                                    f"match its whitening (rank {state['P'].shape[0]}: [rank + 1, p] expected); "
                                    "rebuild the plan with SolverPlan.build(mixture)")
-        return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], int(state["sweeps"]),
+        sweeps = int(state["sweeps"])
+        method = state.get("basis_method", "jacobi" if sweeps > 0 else "identity")  # plans saved before the Newton basis
+        return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], sweeps,
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
-                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse, state.get("seconds_by_part"))
+                   state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse, state.get("seconds_by_part"),
+                   method, state.get("basis_info"))
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
@@ -168,4 +189,4 @@ class SolverPlan:
         info = dict(self.deflation_info) if self.deflation_info is not None else None
         coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
-                          self.logdet_sweeps, coarse, self.seconds_by_part)
+                          self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, self.basis_info)

@@ -15,6 +15,7 @@ import torch
 
 from polyinterp.approx import (Approximant, GaussianMixture, SolverPlan, linear_approximant,
                                quadratic_approximant)
+from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS
 from polyinterp.cpu_share import allotted_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
@@ -94,11 +95,17 @@ def solver_plan_step(*, mixture: str, plan: str, params: dict) -> None:
     """Rule ``mnist_solver_plan``: whitening, joint-diagonal basis and deflation vectors of ``mixture``,
     once for all checkpoints and seeds, on ``params['device']``; saved (on CPU) to ``plan``."""
     mix = load_gaussian_mixture(load_torch(mixture), resolve_device(params["device"]))
-    built = SolverPlan.build(mix, sweeps=params["jd_sweeps"], lanczos_steps=params["deflation_steps"],
-                             logdet_sweeps=params["jd_logdet_sweeps"], coarse_ritz=params["coarse_ritz"],
+    # the rule passes the Jacobi keys only with jd_basis: jacobi, and jd_newton_iterations only with newton
+    built = SolverPlan.build(mix, basis=params["jd_basis"], sweeps=params.get("jd_sweeps", 2),
+                             logdet_sweeps=params.get("jd_logdet_sweeps", 0),
+                             newton_iterations=params.get("jd_newton_iterations", NEWTON_ITERATIONS),
+                             lanczos_steps=params["deflation_steps"], coarse_ritz=params["coarse_ritz"],
                              coarse_rank=params["coarse_rank"])
-    log.info("solver plan: %d + %d (log-det) Jacobi sweeps, %d deflated eigenvectors, a coarse space on %d directions, "
-             "%.1f s (rank %d)", built.sweeps, built.logdet_sweeps,
+    how = (f"{built.basis_info['iterations']} Newton steps on the log-det criterion" if built.basis_method == "newton"
+           else f"{built.sweeps} + {built.logdet_sweeps} (log-det) Jacobi sweeps" if built.basis_method == "jacobi"
+           else "the identity basis")
+    log.info("solver plan: %s, %d deflated eigenvectors, a coarse space on %d directions, "
+             "%.1f s (rank %d)", how,
              0 if built.deflation is None else built.deflation[0].shape[0],
              0 if built.coarse_basis is None else built.coarse_basis.shape[1], built.seconds, built.whitening.rank)
     log.info("solver plan seconds by part: %s",
