@@ -246,6 +246,11 @@ def test_a_saved_plan_is_reused_and_checked(random_model, random_mixture, basis)
     b = quadratic_approximant(model, mix, tol=1e-11, inner_dtype=None)
     assert a.fit_info["converged"] and b.fit_info["basis"] == "newton"
     assert a.fit_info["basis"] == basis and a.fit_info["jd_sweeps"] == (2 if basis == "jacobi" else 0)
+    # a plan saved before the Newton basis (no basis_method) is read as Jacobi sweeps, or the identity without sweeps
+    if basis == "jacobi":
+        old = {k: v for k, v in plan.state_dict().items() if k not in ("basis_method", "basis_info")}
+        assert SolverPlan.from_state_dict(old).basis_method == "jacobi"
+        assert SolverPlan.from_state_dict({**old, "sweeps": 0}).basis_method == "identity"
     torch.testing.assert_close(a.gamma, b.gamma, rtol=1e-8, atol=1e-9)
     other = random_mixture(5, 3, seed=43)
     with pytest.raises(ApproxInputError, match="another mixture"):

@@ -36,7 +36,7 @@ from polyinterp.approx.iteration_hooks import between_iterations
 
 NEWTON_ITERATIONS = 40  # the most iterations (0.5 s each at d = 784 on 2 CPU cores; bench/README.md)
 NEWTON_RTOL = 1e-4  # stop when an iteration lowers D by less than this × the decrease so far
-MAX_ANGLE = math.pi / 4  # the largest rotation angle of one pair in one step
+MAX_ANGLE = math.pi / 4  # the largest |A_pq| of one step (a rotation by 2·atan(A_pq/2) ≤ 0.75 rad)
 HALVINGS = 8  # step halvings before the iteration is declared stationary
 REFRESH = 10  # every this many iterations Q is re-orthonormalised and C_k recomputed from M_k
 
@@ -49,12 +49,17 @@ def _orthonormal(Q: torch.Tensor) -> torch.Tensor:
     return q * sign
 
 
-def _sum_log_diagonals(C: torch.Tensor, w: torch.Tensor) -> float:
-    """Σ_k w_k log det diag(C_k); +inf where a diagonal entry is not positive."""
-    d = torch.diagonal(C, dim1=-2, dim2=-1)
+def _sum_logs(d: torch.Tensor, w: torch.Tensor) -> float:
+    """Σ_k w_k Σ_p log d_k[p] for d [K, n], the logs summed in float64 (a float32 sum of K·n logs would
+    round at the scale of the late steps' decrease); +inf where an entry is not positive."""
     if not bool((d > 0).all()):
         return math.inf
-    return float((w * d.log().sum(-1)).sum())
+    return float((w.double() * d.double().log().sum(-1)).sum())
+
+
+def _sum_log_diagonals(C: torch.Tensor, w: torch.Tensor) -> float:
+    """Σ_k w_k log det diag(C_k) (:func:`_sum_logs` of the diagonals)."""
+    return _sum_logs(torch.diagonal(C, dim1=-2, dim2=-1), w)
 
 
 def combination_eigenbasis(mats: torch.Tensor, seed: int = 0) -> torch.Tensor:
@@ -72,18 +77,27 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
                   start: torch.Tensor | None = None, info: dict | None = None) -> torch.Tensor:
     """An orthogonal Q [n, n] (mats' dtype) that lowers the log-det criterion D of the symmetric positive
     definite ``mats`` [K, n, n] with ``weights`` [K] ≥ 0 (module docstring), after at most ``iterations``
-    steps from the orthogonal ``start`` (default: :func:`combination_eigenbasis`), stopping early when a
-    step lowers D by less than ``rtol`` × the decrease so far or no halved step lowers it. The steps run
-    in ``dtype`` (None: mats' dtype; float32 falls back to mats' dtype when a diagonal entry is not
-    positive there). Guarantees: D(Q) ≤ D(start) (up to the final orthonormalisation, a change of the
-    order of ``dtype``'s round-off), and Q is orthogonal to mats' precision.
-    ``info``, when given, receives ``iterations``, ``criterion`` (D after each accepted step, the start
-    first), ``halvings`` (per iteration) and ``dtype``."""
-    if mats.dim() != 3 or mats.shape[1] != mats.shape[2] or weights.shape != mats.shape[:1]:
-        raise ApproxInputError(f"logdet_newton needs mats [K, n, n] and weights [K], got {tuple(mats.shape)} and "
-                               f"{tuple(weights.shape)}")
+    steps from ``start`` (orthonormalised here; default: :func:`combination_eigenbasis`), stopping early
+    when a step lowers D by less than ``rtol`` × the decrease so far or no halved step lowers it. The
+    steps run in ``dtype`` (None: mats' dtype; a lower precision falls back to mats' when a diagonal entry
+    of the start is not positive in it). Guarantees: D(Q) ≤ D(start) up to ``dtype``'s round-off in
+    evaluating D (each trial's diagonal is scaled by its columns' norms, so a slightly non-orthogonal
+    float32 step cannot pass for a decrease, and the logs are summed in float64), and Q is orthogonal to
+    mats' precision.
+    ``info``, when given, receives ``iterations``, ``criterion`` (D after each accepted step, as the steps
+    evaluated it, the start first), ``divergence`` (D of the returned Q, in mats' dtype), ``halvings``
+    (per accepted step) and ``dtype``."""
+    if mats.dim() != 3 or mats.shape[1] != mats.shape[2] or mats.shape[0] < 1 or weights.shape != mats.shape[:1]:
+        raise ApproxInputError(f"logdet_newton needs mats [K, n, n] (K ≥ 1) and weights [K], got {tuple(mats.shape)} "
+                               f"and {tuple(weights.shape)}")
     if iterations < 0:
         raise ApproxInputError(f"iterations must be ≥ 0, got {iterations}")
+    weights = weights.to(mats.device)
+    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):
+        raise ApproxInputError(f"logdet_newton needs finite weights ≥ 0, got {weights.tolist()}")
+    if start is not None and start.shape != mats.shape[1:]:
+        raise ApproxInputError(f"start must be an orthogonal [n, n] = {list(mats.shape[1:])} matrix, got "
+                               f"{list(start.shape)}")
     hi = mats.dtype
     mats = 0.5 * (mats + mats.transpose(-1, -2))
     logdet = []
@@ -95,13 +109,13 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
         logdet.append(2 * torch.diagonal(L).log().sum())
     w_hi = weights.to(hi)
     const = float((w_hi * torch.stack(logdet)).sum())
-    Q0 = combination_eigenbasis(mats) if start is None else start.to(mats.device, hi)
+    Q0 = combination_eigenbasis(mats) if start is None else _orthonormal(start.to(mats.device, hi))
     C0 = Q0.T @ mats @ Q0  # the steps turn the start by U (Q = Q0·U), so the start stays exact in mats' dtype
     C0 = 0.5 * (C0 + C0.transpose(-1, -2))
     work = hi if dtype is None else dtype
     C0w, w = C0.to(work), weights.to(work)
     f = _sum_log_diagonals(C0w, w)
-    if not math.isfinite(f) and work != hi:  # float32 lost a small diagonal entry: work in mats' precision
+    if not math.isfinite(f) and torch.finfo(work).eps > torch.finfo(hi).eps:  # lost a small diagonal entry
         work, C0w, w = hi, C0, w_hi
         f = _sum_log_diagonals(C0w, w)
     C = C0w
@@ -124,8 +138,10 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
             S = 0.5 * step * A
             R = torch.linalg.solve(eye - S, eye + S)
             CR = C @ R
-            dn = (CR * R[None]).sum(-2)  # diag(Rᵀ C_k R)
-            fn = float((w * dn.log().sum(-1)).sum()) if bool((dn > 0).all()) else math.inf
+            # diag(Rᵀ C_k R) over the columns' squared norms (1 in exact arithmetic): what the step changes by
+            # turning, not by the round-off in R's column norms
+            dn = (CR * R[None]).sum(-2) / (R * R).sum(-2)
+            fn = _sum_logs(dn, w)
             if fn < f:
                 accepted = (R, CR, fn)
                 break
@@ -149,5 +165,7 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
             break
     Q = Q0 if it == 0 else _orthonormal(Q0 @ U.to(hi))
     if info is not None:
-        info.update({"iterations": it, "criterion": history, "halvings": halvings, "dtype": str(work).replace("torch.", "")})
+        divergence = _sum_log_diagonals(Q.T @ mats @ Q, w_hi) - const
+        info.update({"iterations": it, "criterion": history, "divergence": divergence, "halvings": halvings,
+                     "dtype": str(work).replace("torch.", "")})
     return Q

@@ -26,7 +26,9 @@ class ExactOptions:
     ``inner_dtype``: precision of the products inside PCG (``"auto"``: bfloat16 where fast, else
     float32; None or ``"float64"``: all float64; the result meets ``tol`` in float64 either way);
     ``preconditioner``: ``"joint_diagonal"`` or ``"moment_matched"``; ``jd_sweeps`` and ``rcond``:
-    used only when no :class:`SolverPlan` is given (the plan is then built here)."""
+    used only when no :class:`SolverPlan` is given (the plan is then built here, with the default Newton
+    basis, or the identity basis when ``jd_sweeps`` = 0; build a :class:`SolverPlan` with
+    ``basis="jacobi"`` for a given number of Jacobi sweeps)."""
 
     tol: float = 1e-6
     max_iter: int = 500

@@ -129,8 +129,9 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     whitened coordinates, no deflation).
     ``plan``: the per-mixture precomputation (:class:`SolverPlan`, reusable for every model of the
     same mixture); built here when omitted, with the default (Newton) basis, Lanczos steps and coarse space and
-    ``rcond``, or with the identity basis when ``jd_sweeps`` = 0 (a given plan brings its own whitening and
-    basis, so ``rcond`` and ``jd_sweeps`` are then unused).
+    ``rcond``, or with the identity basis when ``jd_sweeps`` = 0 (any other value builds the Newton basis; for
+    Jacobi sweeps pass ``SolverPlan.build(mixture, basis="jacobi", sweeps=…)`` as the plan; a given plan brings
+    its own whitening and basis, so ``rcond`` and ``jd_sweeps`` are then unused).
     ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64), or
     one of the names in :data:`INNER_DTYPES` (as in the config).
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,

@@ -36,8 +36,12 @@ COARSE_RITZ, COARSE_RANK = 12, 8  # the defaults; measured in bench/README.md ("
 
 @dataclass
 class SolverPlan:
-    """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white); from
-    ``sweeps`` Jacobi sweeps of the off-diagonal mass, then ``logdet_sweeps`` of the log-det criterion) and
+    """``whitening`` of the mixture, ``basis`` Q [r + 1, r + 1] (orthogonal, in x̃ = (1, x̃_white)), found as
+    ``basis_method`` says: ``"newton"``, the log-det criterion lowered by all-pairs quasi-Newton steps
+    (:func:`~polyinterp.approx.logdet_newton.logdet_newton`; ``basis_info`` holds its steps, criterion and
+    final divergence; ``sweeps`` = ``logdet_sweeps`` = 0), ``"jacobi"``, ``sweeps`` Jacobi sweeps of the
+    off-diagonal mass then ``logdet_sweeps`` of the log-det criterion, or ``"identity"`` (default when
+    omitted: jacobi if ``sweeps`` > 0, else identity, as plans saved before the Newton basis were); and
     ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
     preconditioned operator (whitened coordinates; k = 0 when none were found or asked for), each of
     unit norm with true relative residual ≤ 0.05 (checked when the plan was built, with the float32
@@ -60,8 +64,15 @@ class SolverPlan:
     logdet_sweeps: int = 0
     coarse_basis: torch.Tensor | None = None
     seconds_by_part: dict | None = None
-    basis_method: str = "jacobi"
+    basis_method: str | None = None
     basis_info: dict | None = None
+
+    def __post_init__(self):
+        if self.basis_method is None:
+            self.basis_method = "jacobi" if self.sweeps > 0 else "identity"
+        if self.basis_method not in BASIS_METHODS:
+            raise ApproxInputError(f"solver plan basis_method must be one of {list(BASIS_METHODS)}, got "
+                                   f"{self.basis_method!r}; rebuild the plan with SolverPlan.build(mixture)")
 
     @classmethod
     def build(cls, mixture: GaussianMixture, *, sweeps: int = 2, block: int = 16, rcond: float = 1e-10,
@@ -76,7 +87,7 @@ class SolverPlan:
         Jacobi sweeps with the off-diagonal-mass criterion, then ``logdet_sweeps`` more with the log-det
         criterion from there (``joint_diagonalize``'s ``criterion="logdet"``).
         ``lanczos_steps`` steps of the Lanczos run that finds the eigenvectors to deflate (0: none;
-        needs ``sweeps`` > 0); the Ritz vectors of its ``coarse_ritz`` lowest Ritz values, ``coarse_rank``
+        none with the identity basis either); the Ritz vectors of its ``coarse_ritz`` lowest Ritz values, ``coarse_rank``
         leading directions each, and the constant span the coarse space's subspace
         (:func:`~polyinterp.approx.coarse_space.ritz_subspace`; 0: no coarse space, only the deflation)."""
         if coarse_ritz * coarse_rank + 1 > MAX_COARSE_DIRECTIONS:
@@ -176,7 +187,7 @@ class SolverPlan:
                                    f"match its whitening (rank {state['P'].shape[0]}: [rank + 1, p] expected); "
                                    "rebuild the plan with SolverPlan.build(mixture)")
         sweeps = int(state["sweeps"])
-        method = state.get("basis_method", "jacobi" if sweeps > 0 else "identity")  # plans saved before the Newton basis
+        method = state.get("basis_method")  # None in plans saved before the Newton basis: inferred from sweeps
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], sweeps,
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
                    state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse, state.get("seconds_by_part"),
@@ -188,5 +199,6 @@ class SolverPlan:
         deflation = tuple(f(t) for t in self.deflation) if self.deflation is not None else None
         info = dict(self.deflation_info) if self.deflation_info is not None else None
         coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
+        basis_info = dict(self.basis_info) if self.basis_info is not None else None
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
-                          self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, self.basis_info)
+                          self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, basis_info)
