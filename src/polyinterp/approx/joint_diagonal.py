@@ -33,6 +33,7 @@ import math
 
 import torch
 
+from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.iteration_hooks import between_iterations
 
 
@@ -133,20 +134,27 @@ def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor, rounds, rotations=_rotations
     return R
 
 
-def logdet_divergence(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:
-    """Σ_k w_k [log det diag(QᵀM_kQ) − log det M_k] (the ``"logdet"`` criterion; M_k positive definite,
-    else a ValueError naming k). log det M_k comes from one Cholesky factor per matrix: the batched LU
-    of ``torch.linalg.slogdet`` hung in MKL's getrf on [10, 785, 785] with 2 threads (2026-12-03)."""
+def log_determinants(mats: torch.Tensor, caller: str) -> torch.Tensor:
+    """log det M_k [K] of positive definite mats [K, n, n], else an ApproxInputError (a ValueError) naming
+    ``caller`` and k. One Cholesky factor per matrix: the batched LU of ``torch.linalg.slogdet`` hung in
+    MKL's getrf on [10, 785, 785] with 2 threads (2026-12-03)."""
     logdet = []
     for k in range(mats.shape[0]):
         L, bad = torch.linalg.cholesky_ex(mats[k])
         if bad:
-            raise ValueError(f"logdet_divergence: matrix {k} is not positive definite (the log-det criterion "
-                             "needs positive definite M_k; add a ridge)")
+            raise ApproxInputError(f"{caller}: matrix {k} is not positive definite (the log-det criterion needs "
+                                   "positive definite M_k; add a ridge)")
         logdet.append(2 * torch.diagonal(L).log().sum())
+    return torch.stack(logdet)
+
+
+def logdet_divergence(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:
+    """Σ_k w_k [log det diag(QᵀM_kQ) − log det M_k] (the ``"logdet"`` criterion; M_k positive definite,
+    else a ValueError naming k: :func:`log_determinants`)."""
+    logdet = log_determinants(mats, "logdet_divergence")
     M = mats if Q is None else Q.T @ mats @ Q
     diag = torch.diagonal(M, dim1=-2, dim2=-1).log().sum(-1)
-    return float((weights * (diag - torch.stack(logdet))).sum())
+    return float((weights * (diag - logdet)).sum())
 
 
 def off_diagonal_mass(mats: torch.Tensor, weights: torch.Tensor, Q: torch.Tensor | None = None) -> float:

@@ -32,6 +32,7 @@ import torch
 
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.iteration_hooks import between_iterations
+from polyinterp.approx.joint_diagonal import log_determinants
 
 
 NEWTON_ITERATIONS = 40  # the most iterations (0.5 s each at d = 784 on 2 CPU cores; bench/README.md)
@@ -100,15 +101,8 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
                                f"{list(start.shape)}")
     hi = mats.dtype
     mats = 0.5 * (mats + mats.transpose(-1, -2))
-    logdet = []
-    for k in range(mats.shape[0]):
-        L, bad = torch.linalg.cholesky_ex(mats[k])
-        if bad:
-            raise ApproxInputError(f"logdet_newton: matrix {k} is not positive definite (the log-det criterion needs "
-                                   "positive definite M_k; add a ridge)")
-        logdet.append(2 * torch.diagonal(L).log().sum())
     w_hi = weights.to(hi)
-    const = float((w_hi * torch.stack(logdet)).sum())
+    const = float((w_hi * log_determinants(mats, "logdet_newton")).sum())
     Q0 = combination_eigenbasis(mats) if start is None else _orthonormal(start.to(mats.device, hi))
     C0 = Q0.T @ mats @ Q0  # the steps turn the start by U (Q = Q0·U), so the start stays exact in mats' dtype
     C0 = 0.5 * (C0 + C0.transpose(-1, -2))
