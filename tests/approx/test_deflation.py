@@ -91,6 +91,8 @@ def test_deflation_correct_and_project():
     true = tuple(b - a for b, a in zip(rhs, op(x2)))
     for a, b in zip(r2, true):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    for a, b in zip(defl.correct_solution(x, rhs), x2):  # the iterate alone
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-14)
     z = defl.project(rhs)
     assert float(block_inner(W, op(z)).abs().max()) < 1e-12
 
@@ -132,6 +134,48 @@ def test_plan_deflates_eigenvectors_of_the_preconditioned_operator(random_mixtur
         state["deflation"] = tuple(t[..., :-1] if t.dim() > 1 else t for t in W)
         with pytest.raises(ApproxInputError, match="deflation"):
             SolverPlan.from_state_dict(state)
+
+
+def _dense_preconditioned_spectrum(wmix, basis) -> torch.Tensor:
+    """Eigenvalues of B = P·A (float64 coefficient operators) as a dense matrix on coordinates of (α, β, Γ)
+    with Γ symmetric (basis E_aa and (E_ab + E_ba)/2), ascending."""
+    op, P = GramOperator(wmix), MixturePreconditioner(wmix, basis, dtype=DT)
+    d = wmix.d
+    ia, ib = torch.triu_indices(d, d)
+    cols = []
+    for j in range(1 + d + len(ia)):
+        th = (torch.zeros(1, dtype=DT), torch.zeros(1, d, dtype=DT), torch.zeros(1, d, d, dtype=DT))
+        if j == 0:
+            th[0][0] = 1.0
+        elif j <= d:
+            th[1][0, j - 1] = 1.0
+        else:
+            a, b = int(ia[j - 1 - d]), int(ib[j - 1 - d])
+            th[2][0, a, b] += 0.5
+            th[2][0, b, a] += 0.5
+        y = P(op(th))
+        G = y[2][0]
+        coords = torch.where(ia == ib, G[ia, ib], G[ia, ib] + G[ib, ia])  # Γ = Σ c_ab (E_ab + E_ba)/2
+        cols.append(torch.cat([y[0], y[1][0], coords]))
+    return torch.linalg.eigvals(torch.stack(cols, 1)).real.sort().values
+
+
+@pytest.mark.parametrize("d,K,seed,spread", [(8, 3, 3, 3.0), (10, 4, 4, 2.0), (6, 2, 5, 3.0)])
+def test_plan_ritz_values_are_eigenvalues_of_the_preconditioned_operator(random_mixture, d, K, seed, spread):
+    """The plan's Lanczos run iterates on forms in its basis; its candidates' Ritz values must be eigenvalues
+    of the preconditioned operator in coefficients (dense, float64: another representation and route),
+    to the float32 products' accuracy, and its coarse basis must hold the constant direction."""
+    mix = random_mixture(d, K, seed=seed, spread=spread)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=3, coarse_rank=2)
+    info = plan.deflation_info
+    assert info["candidates"] >= 1, info
+    spectrum = _dense_preconditioned_spectrum(plan.whiten(mix), plan.basis)
+    for theta in info["candidate_ritz_values"]:
+        assert float((spectrum - theta).abs().min()) <= 1e-4 * abs(theta), (theta, spectrum)
+    W = plan.coarse_basis
+    e0 = torch.zeros(W.shape[0], dtype=DT)
+    e0[0] = 1.0
+    torch.testing.assert_close(W @ (W.T @ e0), e0, rtol=0, atol=1e-10)
 
 
 def test_plan_of_an_mnist_mixture_keeps_only_eigenvectors(mnist_wheel):

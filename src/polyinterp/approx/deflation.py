@@ -88,10 +88,13 @@ def random_start(d: int, seed: int = 0, dtype=torch.float64, device=None) -> The
 
 def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float = 0.05, gap: float = 1.5,
                          max_vectors: int = 16, seed: int = 0, dtype=torch.float64, device=None,
-                         info: dict | None = None, run: LanczosRun | None = None) -> Theta:
+                         info: dict | None = None, run: LanczosRun | None = None, convert=None) -> Theta:
     """Eigenvectors of the isolated eigenvalues of ``precond``·``op``, from ``steps`` Lanczos steps
     (:func:`lanczos`) from a random symmetric right-hand side (α, β, Γ) of dimension ``d``, or from the
-    given ``run`` (any kind of state; then ``steps``, ``d`` and ``seed`` are unused).
+    given ``run`` (any kind of state; then ``steps``, ``d`` and ``seed`` are unused). ``convert``: a map
+    from the run's states to those of ``op`` and ``precond``, applied to the candidate Ritz vectors before
+    they are checked (a run of the same preconditioned operator in another representation, e.g. on
+    forms in a rotated basis, checked and returned in coefficients; default: none, the same states).
 
     Ghost copies (loss of orthogonality repeats a converged Ritz value) are merged, and an unconverged
     Ritz value whose error bound reaches a converged neighbour (a ghost still forming) is not counted
@@ -150,9 +153,12 @@ def outlier_eigenvectors(op, precond, d: int, *, steps: int = 60, rel_tol: float
         info.update(candidates=len(sel), kept=0, rejected=0, candidate_ritz_values=[],
                     candidate_residuals=[])
     if not sel:
-        return tuple(t[:0] for t in run.basis)
+        empty = tuple(t[:0] for t in run.basis)
+        return convert(empty) if convert is not None else empty
     sel = torch.tensor(sorted(sel), dtype=torch.long)
     V = run.ritz_vectors(sel)
+    if convert is not None:
+        V = convert(V)
     V = block_combine(V, torch.diag(torch.diagonal(block_inner(V, V)).rsqrt()))  # unit vectors
     BV = precond(op(V))  # one application checks every candidate
     lam = torch.diagonal(block_inner(V, BV))
@@ -190,6 +196,10 @@ class Deflation:
     def correct(self, X: Theta, R: Theta) -> tuple[Theta, Theta]:
         C = self.Einv @ block_inner(self.W, R)
         return add(X, block_combine(self.W, C)), add(R, block_combine(self.AW, C), -1.0)
+
+    def correct_solution(self, X: Theta, R: Theta) -> Theta:
+        """The iterate of :meth:`correct` alone, for a caller that recomputes the residual."""
+        return add(X, block_combine(self.W, self.Einv @ block_inner(self.W, R)))
 
     def project(self, Z: Theta) -> Theta:
         return add(Z, block_combine(self.W, self.Einv @ block_inner(self.AW, Z)), -1.0)

@@ -19,12 +19,13 @@ from polyinterp.approx.device_clock import clock
 from polyinterp.approx.coarse_space import ritz_subspace
 from polyinterp.approx.deflation import lanczos, outlier_eigenvectors, random_start
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.form_operator import theta_to_form
-from polyinterp.approx.gram_operator import GramOperator
+from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate
+from polyinterp.approx.gram_operator import GramOperator, cast
 from polyinterp.approx.joint_diagonal import joint_diagonalize
 from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS, logdet_newton
 from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, second_moments
+from polyinterp.approx.mixture_preconditioner import (BasisPreconditioner, MixturePreconditioner, second_moments,
+                                                     to_form)
 from polyinterp.approx.whitening import Whitening, whiten_mixture, whitening
 
 
@@ -127,21 +128,30 @@ class SolverPlan:
             Q = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
         deflation, info, coarse = None, None, None
         if basis != "identity" and lanczos_steps > 0:
-            # float32 products are ample for the outliers' eigenvectors and halve the time
-            op = GramOperator(wmix, product_dtype=torch.float32)
-            precond = MixturePreconditioner(wmix, Q, dtype=torch.float32)
-            run = lanczos(op, precond, random_start(W.rank, 0, wmix.dtype, wmix.device), lanczos_steps)
+            # the run iterates on forms in the basis Q, as the solver does (the same preconditioned operator,
+            # hence the same Ritz pairs, as in coefficients, without the preconditioner's four n³ rotations a
+            # step; bench/README.md, "The plan's Lanczos run on forms"); float32 products are ample for the
+            # outliers' eigenvectors and halve the time
+            form_op = FormGramOperator(wmix, Q)
+            lo = form_op.to(torch.float32)
+            run = lanczos(lambda s: cast(lo(cast(s, torch.float32)), wmix.dtype),
+                          BasisPreconditioner.from_moments(form_op.M, wmix.weights, Q[0]),
+                          (rotate(to_form(random_start(W.rank, 0, wmix.dtype, wmix.device)), Q),), lanczos_steps)
             lap("lanczos")
             info = {}
-            deflation = outlier_eigenvectors(op, precond, W.rank, run=run, info=info)
+            # candidates are checked in coefficients (whitened coordinates), the plan's representation
+            to_coefficients = lambda s: form_to_theta(rotate(s[0], Q.T))  # noqa: E731
+            deflation = outlier_eigenvectors(GramOperator(wmix, product_dtype=torch.float32),
+                                             MixturePreconditioner(wmix, Q, dtype=torch.float32), W.rank, run=run,
+                                             info=info, convert=to_coefficients)
             lap("deflation")
             info = {k: info[k] for k in ("steps", "candidates", "kept", "rejected", "candidate_ritz_values",
                                          "candidate_residuals")}
             if coarse_ritz > 0 and coarse_rank > 0:
-                low = run.ritz_vectors(range(min(coarse_ritz, run.steps)))
+                low = run.ritz_vectors(range(min(coarse_ritz, run.steps)))[0]  # forms in the basis Q
                 e0 = torch.zeros(W.rank + 1, 1, dtype=wmix.dtype, device=wmix.device)
                 e0[0] = 1.0  # the constant, where the mean terms the preconditioner approximates live
-                coarse = ritz_subspace(theta_to_form(low), coarse_rank, e0)
+                coarse = ritz_subspace(rotate(low, Q.T), coarse_rank, e0)
                 info["coarse_dimension"] = coarse.shape[1]
                 info["coarse_ritz_values"] = run.theta[:coarse_ritz].tolist()
                 lap("coarse")
