@@ -83,6 +83,10 @@ def test_correct_and_project_against_the_operator():
     scale = float(r0.abs().max())
     assert float((Z.reshape(len(Z), -1) @ r.reshape(2, -1).T).abs().max()) < 1e-12 * scale
     torch.testing.assert_close(r, rhs - op((x,))[0], rtol=0, atol=1e-12 * scale)
+    # the iterate alone (block PCG recomputes the residual): the same x, whose fresh residual is orthogonal too
+    (xs,) = cs.correct_solution((x0,), (r0,))
+    torch.testing.assert_close(xs, x, rtol=0, atol=1e-14 * float(x.abs().max()))
+    assert float((Z.reshape(len(Z), -1) @ (rhs - op((xs,))[0]).reshape(2, -1).T).abs().max()) < 1e-12 * scale
     (z,) = cs.project((rhs,))
     Az = op((z,))[0]
     assert float((Z.reshape(len(Z), -1) @ Az.reshape(2, -1).T).abs().max()) < 1e-12 * float(op((rhs,))[0].abs().max())

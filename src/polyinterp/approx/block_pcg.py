@@ -32,10 +32,12 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     :data:`STALL_RATIO` over two iterations), at ``max_iter`` and before declaring convergence, which is
     only ever declared on a true residual.
     ``r0``: the residual of ``x0`` when the caller has it already. ``deflation``: a
-    :class:`~polyinterp.approx.deflation.Deflation` (coarse correction of the start, search
+    :class:`~polyinterp.approx.deflation.Deflation` or
+    :class:`~polyinterp.approx.coarse_space.SubspaceDeflation` (coarse correction of the start, search
     directions projected A-orthogonal to its space; the residual's part in that space, which low-precision
     products leave, is removed every iteration, or only before each true residual when the deflation says
-    ``correct_each_iteration = False``).
+    ``correct_each_iteration = False``, then by its ``correct_solution``: the iterate alone, since the
+    residual is recomputed).
     Returns (x, iterations, relative residual per output [o], info); info's ``history`` holds the
     largest relative residual of the start (before the coarse correction) and after each iteration,
     ``true_residuals`` the number of float64 residuals, ``start_seconds`` the time to the first iteration
@@ -89,7 +91,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         if final or stalled or bool((rel <= replace_factor * last_true).all()):
             t0 = time.perf_counter()  # the bool above waited for the device
             if deflation is not None and not every:
-                X = deflation.correct(X, R)[0]
+                # the residual is recomputed below, so only the iterate is corrected
+                X = deflation.correct_solution(X, R)
             R = add(rhs, op_hi(X), -1.0)
             rel, n_true = relative_residual(R, bnorm), n_true + 1
             last_true, since_true = rel.clone(), []

@@ -191,12 +191,22 @@ class SubspaceDeflation:
             X = X + torch.einsum("oj,jab->oab", v, self.V)
         return X
 
-    def correct(self, X, R):
-        (x,), (r,) = X, R
+    def _coordinates(self, r: torch.Tensor) -> torch.Tensor:
+        """E⁻¹Zᵀr [o, k]: the coarse correction's coordinates for residual forms r [o, n, n]."""
         y = self._restrict(r)
         if self.V is not None:
             y = torch.cat([y, r.reshape(r.shape[0], -1) @ self.V.reshape(len(self.V), -1).T], 1)
-        c = self._solve(y)
+        return self._solve(y)
+
+    def correct_solution(self, X, R):
+        """The iterate of :meth:`correct` alone (x + Z E⁻¹Zᵀr), without its residual update: for a caller
+        that computes the new residual afresh (block PCG before a float64 residual)."""
+        (x,), (r,) = X, R
+        return (x + self._prolong(self._coordinates(r)),)
+
+    def correct(self, X, R):
+        (x,), (r,) = X, R
+        c = self._coordinates(r)
         s, v = self._split(c)
         AZc = self._apply_to_coarse(self._prolong_form(s), precise=True)  # rare (start, replacements): exact
         if self.AV is not None:
