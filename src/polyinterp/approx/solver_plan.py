@@ -20,7 +20,7 @@ from polyinterp.approx.coarse_space import ritz_subspace
 from polyinterp.approx.deflation import lanczos, outlier_eigenvectors, random_start
 from polyinterp.approx.errors import ApproxInputError
 from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate
-from polyinterp.approx.gram_operator import GramOperator, cast
+from polyinterp.approx.gram_operator import GramOperator
 from polyinterp.approx.joint_diagonal import joint_diagonalize
 from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS, logdet_newton
 from polyinterp.approx.mixture import GaussianMixture
@@ -132,10 +132,8 @@ class SolverPlan:
             # hence the same Ritz pairs, as in coefficients, without the preconditioner's four n³ rotations a
             # step; bench/README.md, "The plan's Lanczos run on forms"); float32 products are ample for the
             # outliers' eigenvectors and halve the time
-            form_op = FormGramOperator(wmix, Q)
-            lo = form_op.to(torch.float32)
-            run = lanczos(lambda s: cast(lo(cast(s, torch.float32)), wmix.dtype),
-                          BasisPreconditioner.from_moments(form_op.M, wmix.weights, Q[0]),
+            form_op = FormGramOperator(wmix, Q, product_dtype=torch.float32)
+            run = lanczos(form_op, BasisPreconditioner.from_moments(form_op.M, wmix.weights, Q[0]),
                           (rotate(to_form(random_start(W.rank, 0, wmix.dtype, wmix.device)), Q),), lanczos_steps)
             lap("lanczos")
             info = {}
