@@ -95,9 +95,11 @@ INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.flo
 # Reliable updates: the float64 residual replaces the recursive one once that has fallen by this factor
 # since the last float64 one. bfloat16 products (good to ≈ 3e-3) let the recursive residual drift from the
 # true one within a decade or two; float32 (and float64) ones do not: on the MNIST mixture at ridges 1e-2 and
-# 1e-4 and on the synthetic one, factors 1e-2 and 1e-5 took the same iterations to the same float64 residual
-# (to 3 %), so with the default tol 1e-6 a cold or warm solve takes only its start's and its final float64
-# residual, each costing about two float32 products (bench/README.md, "Fewer float64 residuals").
+# 1e-4 and on the synthetic one, factors 1e-2, 1e-3 (MNIST, 1e-2) and 1e-5 took the same iterations to the same
+# float64 residual (to 3 %), so with the default tol 1e-6 a solve whose coarse-corrected start is within 1e-2
+# typically takes only its start's and its final float64 residual (a stall restart adds one: the cold solve at
+# ridge 1e-4 took three), each costing about two float32 products (bench/README.md, "Lanczos on forms, fewer
+# float64 residuals").
 REPLACE_FACTOR = {torch.bfloat16: 0.1, torch.float32: 1e-4, torch.float64: 1e-4}
 
 

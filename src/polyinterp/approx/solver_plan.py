@@ -45,8 +45,9 @@ class SolverPlan:
     omitted: jacobi if ``sweeps`` > 0, else identity, as plans saved before the Newton basis were); and
     ``deflation``: a block (α [k], β [k, r], Γ [k, r, r]) of eigenvectors of the joint-diagonal
     preconditioned operator (whitened coordinates; k = 0 when none were found or asked for), each of
-    unit norm with true relative residual ≤ 0.05 (checked when the plan was built, with the float32
-    products the Lanczos run used).
+    unit norm with true relative residual ≤ 0.05 (checked when the plan was built, in coefficients, with
+    float32 Gram products and the float32 coefficient preconditioner; the Lanczos run itself iterates on forms
+    in the basis Q, with float32 products).
     ``deflation_info``: what the Lanczos run found: candidates, kept, rejected, and each candidate's
     Ritz value and true relative residual (:func:`~polyinterp.approx.deflation.outlier_eigenvectors`),
     and the coarse space's dimension p and Ritz values.
@@ -87,7 +88,7 @@ class SolverPlan:
         float32 steps; ``sweeps`` and ``logdet_sweeps`` unused), and ``basis`` = ``"jacobi"`` takes ``sweeps``
         Jacobi sweeps with the off-diagonal-mass criterion, then ``logdet_sweeps`` more with the log-det
         criterion from there (``joint_diagonalize``'s ``criterion="logdet"``).
-        ``lanczos_steps`` steps of the Lanczos run that finds the eigenvectors to deflate (0: none;
+        ``lanczos_steps`` steps of the Lanczos run (on forms in the basis Q) that finds the eigenvectors to deflate (0: none;
         none with the identity basis either); the Ritz vectors of its ``coarse_ritz`` lowest Ritz values, ``coarse_rank``
         leading directions each, and the constant span the coarse space's subspace
         (:func:`~polyinterp.approx.coarse_space.ritz_subspace`; 0: no coarse space, only the deflation)."""
