@@ -14,6 +14,8 @@ from polyinterp.approx.gram_operator import GramOperator, block_inner, inner, sy
 from polyinterp.approx.form_operator import theta_to_form
 from polyinterp.approx.mixture_preconditioner import MixturePreconditioner
 
+from dense_operators import combine, operator_matrix, theta_basis
+
 DT = torch.float64
 D = 6
 
@@ -138,35 +140,13 @@ def test_plan_deflates_eigenvectors_of_the_preconditioned_operator(random_mixtur
 
 
 def _dense_preconditioned_eigenpairs(wmix, basis):
-    """Eigenvalues of B = P·A (float64 coefficient operators, ascending), from B as a dense matrix on the
-    coordinates of (α, β, Γ) with Γ symmetric (basis E_aa and (E_ab + E_ba)/2), and the lowest eigenvalue's
-    eigenvector as a block (α [1], β [1, d], Γ [1, d, d])."""
+    """Eigenvalues of B = P·A (float64 coefficient operators, ascending), from B as a dense matrix in an
+    orthonormal basis of θ, and the lowest eigenvalue's eigenvector as a block (α [1], β [1, d], Γ [1, d, d])."""
     op, P = GramOperator(wmix), MixturePreconditioner(wmix, basis, dtype=DT)
-    d = wmix.d
-    ia, ib = torch.triu_indices(d, d)
-    cols = []
-    for j in range(1 + d + len(ia)):
-        th = (torch.zeros(1, dtype=DT), torch.zeros(1, d, dtype=DT), torch.zeros(1, d, d, dtype=DT))
-        if j == 0:
-            th[0][0] = 1.0
-        elif j <= d:
-            th[1][0, j - 1] = 1.0
-        else:
-            a, b = int(ia[j - 1 - d]), int(ib[j - 1 - d])
-            th[2][0, a, b] += 0.5
-            th[2][0, b, a] += 0.5
-        y = P(op(th))
-        G = y[2][0]
-        coords = torch.where(ia == ib, G[ia, ib], G[ia, ib] + G[ib, ia])  # Γ = Σ c_ab (E_ab + E_ba)/2
-        cols.append(torch.cat([y[0], y[1][0], coords]))
-    lam, V = torch.linalg.eig(torch.stack(cols, 1))
+    E = theta_basis(wmix.d)
+    lam, V = torch.linalg.eig(operator_matrix(lambda th: P(op(th)), E))
     order = lam.real.argsort()
-    v = V[:, order[0]].real
-    c = v[1 + d:]
-    G = torch.zeros(d, d, dtype=DT)
-    G[ia, ib] = torch.where(ia == ib, c, c / 2)
-    G[ib, ia] = G[ia, ib]
-    return lam.real[order], (v[0:1], v[1:1 + d][None], G[None])
+    return lam.real[order], combine(E, V[:, order[0]].real)
 
 
 @pytest.mark.parametrize("d,K,seed,spread", [(8, 3, 3, 3.0), (10, 4, 4, 2.0), (6, 2, 5, 3.0)])

@@ -16,6 +16,8 @@ from polyinterp.approx.gram_operator import GramOperator
 from polyinterp.approx.quadratic_mixture import standard_gaussian_inverse
 from polyinterp.approx.whitening import whiten_mixture, whitening
 
+from dense_operators import operator_matrix, theta_basis
+
 DT = torch.float64
 
 
@@ -145,29 +147,6 @@ def _basis(mix: GaussianMixture, sweeps: int) -> torch.Tensor:
     return joint_diagonalize(second_moments(mix)[1], mix.weights, sweeps=sweeps, block=2)
 
 
-def _theta_basis(d: int):
-    """Orthonormal basis of (α, β, Γ symmetric) under αα' + β·β' + tr ΓΓ'."""
-    out = []
-    def theta(a=0.0, b=None, G=None):
-        return (torch.tensor([a], dtype=DT), (b if b is not None else torch.zeros(d, dtype=DT))[None],
-                (G if G is not None else torch.zeros(d, d, dtype=DT))[None])
-    out.append(theta(a=1.0))
-    for i in range(d):
-        out.append(theta(b=torch.eye(d, dtype=DT)[i]))
-    for i in range(d):
-        for j in range(i, d):
-            G = torch.zeros(d, d, dtype=DT)
-            G[i, j] = G[j, i] = 1.0 if i == j else 1 / math.sqrt(2)
-            out.append(theta(G=G))
-    return out
-
-
-def _matrix(op, basis) -> torch.Tensor:
-    """[p, p] matrix of a map on θ-space in an orthonormal basis: A_ij = ⟨e_i, op(e_j)⟩."""
-    cols = [op(e) for e in basis]
-    return torch.tensor([[float(sum((a * b).sum() for a, b in zip(ei, c))) for c in cols] for ei in basis], dtype=DT)
-
-
 def test_preconditioner_equals_the_inverse_of_its_assembled_operator():
     """P⁻¹ by Woodbury vs a dense solve of P = B + Σ_j s_j U_j⟨U_j, ·⟩ on all n × n matrices."""
     mix = _whitened(5, 3, seed=2)
@@ -201,12 +180,12 @@ def test_preconditioner_equals_the_inverse_of_its_assembled_operator():
 def test_preconditioner_is_spd_and_lowers_the_condition_number():
     d = 6
     mix = _whitened(d, 3, seed=5)
-    basis = _theta_basis(d)
-    G = _matrix(GramOperator(mix), basis)
+    basis = theta_basis(d)
+    G = operator_matrix(GramOperator(mix), basis)
     conds = {}
     for name, pc in [("moment_matched", standard_gaussian_inverse),
                      ("joint_diagonal", MixturePreconditioner(mix, _basis(mix, sweeps=4), dtype=None))]:
-        Pinv = _matrix(pc, basis)
+        Pinv = operator_matrix(pc, basis)
         torch.testing.assert_close(Pinv, Pinv.T, rtol=1e-10, atol=1e-12)
         assert float(torch.linalg.eigvalsh(Pinv)[0]) > 0, name
         L = torch.linalg.cholesky(Pinv)

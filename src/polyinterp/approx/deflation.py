@@ -210,13 +210,17 @@ class Deflation:
         self.Einv = torch.linalg.inv(0.5 * (E + E.T))
         self.k = W[0].shape[0]
 
+    def _coordinates(self, R: Theta) -> torch.Tensor:
+        """E⁻¹Wᵀr [k, o]: the correction's coordinates for the residual block R."""
+        return self.Einv @ block_inner(self.W, R)
+
     def correct(self, X: Theta, R: Theta) -> tuple[Theta, Theta]:
-        C = self.Einv @ block_inner(self.W, R)
+        C = self._coordinates(R)
         return add(X, block_combine(self.W, C)), add(R, block_combine(self.AW, C), -1.0)
 
     def correct_solution(self, X: Theta, R: Theta) -> Theta:
         """The iterate of :meth:`correct` alone, for a caller that recomputes the residual."""
-        return add(X, block_combine(self.W, self.Einv @ block_inner(self.W, R)))
+        return add(X, block_combine(self.W, self._coordinates(R)))
 
     def project(self, Z: Theta) -> Theta:
         return add(Z, block_combine(self.W, self.Einv @ block_inner(self.AW, Z)), -1.0)

@@ -131,7 +131,7 @@ class SolverPlan:
         if basis != "identity" and lanczos_steps > 0:
             # the run iterates on forms in the basis Q, as the solver does (the same preconditioned operator,
             # hence the same Ritz pairs, as in coefficients, without the preconditioner's four n³ rotations a
-            # step; bench/README.md, "The plan's Lanczos run on forms"); float32 products are ample for the
+            # step; bench/README.md, "Lanczos on forms, fewer float64 residuals"); float32 products are ample for the
             # outliers' eigenvectors and halve the time
             form_op = FormGramOperator(wmix, Q, product_dtype=torch.float32)
             run = lanczos(form_op, BasisPreconditioner.from_moments(form_op.M, wmix.weights, Q[0]),
