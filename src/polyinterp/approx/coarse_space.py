@@ -18,6 +18,7 @@ this space together with a block of explicit vectors (the plan's Lanczos eigenve
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import torch
 
@@ -59,7 +60,9 @@ class SubspaceDeflation:
     and basis are used, no n³ product); ``W`` [n, p] (orthonormalised here, in the operator's basis);
     ``V``: explicit forms (a 1-tuple [k, n, n], or None); their A-images come from ``op``.
     ``product_dtype``: the precision of the two O(K·n²·p) GEMMs of ``project``, called every iteration
-    (float32 where the iteration's products are low-precision anyway; default: the operator's);
+    (float32 where the iteration's products are low-precision anyway; default: the operator's); the rest
+    of ``project`` runs in its argument's precision (float32 search directions are projected in float32,
+    with only the small Galerkin solve in float64);
     ``correct``, called at the start and before each float64 residual, runs in the operator's precision,
     so the residual it returns is as accurate as the one it was given.
     Guarantees: the coarse space is deflated exactly (to round-off) whatever W and V, so the solution
@@ -134,17 +137,29 @@ class SubspaceDeflation:
 
     def _restrict_form(self, Y: torch.Tensor) -> torch.Tensor:
         """[o, m]: ⟨Z_a, W Ŷ Wᵀ⟩ for p × p forms Ŷ [o, p, p] (symmetric)."""
-        return Y[:, self.ia, self.ib] / self.h
+        return Y[:, self.ia, self.ib] / self._in(Y.dtype).h
 
     def _restrict(self, Y: torch.Tensor) -> torch.Tensor:
         """[o, m]: ⟨Z_a, Y⟩ = coordinates of WᵀYW for forms Y [o, n, n]."""
         return self._restrict_form(self.W.T @ Y @ self.W)
 
+    def _in(self, dtype: torch.dtype) -> SimpleNamespace:
+        """The moments, subspace and explicit vectors in ``dtype`` (the float64 ones themselves, other
+        precisions cast once and kept)."""
+        if dtype == self.M.dtype:
+            return self
+        cache = self.__dict__.setdefault("_cast", {})
+        if dtype not in cache:
+            names = ("w", "M", "mt", "N", "nu", "W", "h", "V", "AV")
+            cache[dtype] = SimpleNamespace(**{k: None if getattr(self, k) is None else getattr(self, k).to(dtype)
+                                              for k in names})
+        return cache[dtype]
+
     def _prolong_form(self, s: torch.Tensor) -> torch.Tensor:
         """[o, p, p]: Σ_a s_a (Z_a as a p × p form)."""
         o, p = s.shape[0], self.W.shape[1]
         S = s.new_zeros(o, p, p)
-        S[:, self.ia, self.ib] = s * self.h
+        S[:, self.ia, self.ib] = s * self._in(s.dtype).h
         return S + S.transpose(1, 2) - torch.diag_embed(torch.diagonal(S, dim1=1, dim2=2))
 
     def _apply_to_coarse(self, S: torch.Tensor, precise: bool = False) -> torch.Tensor:
@@ -162,34 +177,41 @@ class SubspaceDeflation:
         return 0.5 * (out + out.transpose(1, 2))
 
     def _restrict_image(self, Y: torch.Tensor) -> torch.Tensor:
-        """[o, m]: ⟨AZ_a, Y⟩ = coordinates of Wᵀ G(Y) W (the restriction formula), no n³ product."""
-        w = self.w.to(Y.dtype)
+        """[o, m]: ⟨AZ_a, Y⟩ = coordinates of Wᵀ G(Y) W (the restriction formula), no n³ product; in Y's
+        precision, its two large GEMMs in ``product_dtype``."""
+        c = self._in(Y.dtype)
         K, n, p = self.B.shape
         o = Y.shape[0]
         Bw = self.Bw_lo
         YB = (Y.to(Bw.dtype) @ Bw).view(o, n * K, p)  # √(2w_k) Y B_k, rows (a, k)
         out = (Bw.view(n * K, p).T @ YB).to(Y.dtype)  # Σ_k 2 w_k B_kᵀ Y B_k
-        tr = (Y.reshape(Y.shape[0], -1) @ self.M.reshape(self.M.shape[0], -1).T) * w
-        mYm = ((Y @ self.mt.T) * self.mt.T[None]).sum(1) * w  # [o, K]: m̃_kᵀYm̃_k w_k
-        out += (tr @ self.N.reshape(K, -1)).view(o, p, p)
-        out -= 2 * (self.nu.T[None] * mYm[:, None, :]) @ self.nu
+        tr = (Y.reshape(Y.shape[0], -1) @ c.M.reshape(K, -1).T) * c.w
+        mYm = ((Y @ c.mt.T) * c.mt.T[None]).sum(1) * c.w  # [o, K]: m̃_kᵀYm̃_k w_k
+        out += (tr @ c.N.reshape(K, -1)).view(o, p, p)
+        out -= 2 * (c.nu.T[None] * mYm[:, None, :]) @ c.nu
         return self._restrict_form(0.5 * (out + out.transpose(1, 2)))
 
     def _solve(self, y: torch.Tensor) -> torch.Tensor:
+        """E⁻¹y in float64 (the factor's precision), returned in y's."""
         # two triangular solves: the same result as torch.cholesky_solve in half its time (0.09 s against
         # 0.19 s at m = 4753, o = 10, 2 threads)
         L = self.E_chol
-        return torch.linalg.solve_triangular(L.T, torch.linalg.solve_triangular(L, y.T, upper=False), upper=True).T
+        x = torch.linalg.solve_triangular(L.T, torch.linalg.solve_triangular(L, y.T.to(L.dtype), upper=False),
+                                          upper=True).T
+        return x.to(y.dtype)
 
     def _split(self, c: torch.Tensor):
         return c[:, :self.m], c[:, self.m:]
 
     def _prolong(self, c: torch.Tensor) -> torch.Tensor:
         s, v = self._split(c)
-        X = self.W @ self._prolong_form(s) @ self.W.T
-        if self.V is not None:
-            X = X + torch.einsum("oj,jab->oab", v, self.V)
-        return X
+        at = self._in(c.dtype)
+        X = at.W @ self._prolong_form(s) @ at.W.T
+        if at.V is not None:
+            X = X + torch.einsum("oj,jab->oab", v, at.V)
+        # exactly symmetric: the operator cannot see an antisymmetric part (G(X) = G(sym X)), so PCG would
+        # never remove one that round-off left in a search direction (float32 ones: ≈ 3e-7 of the iterate)
+        return 0.5 * (X + X.transpose(1, 2))
 
     def _coordinates(self, r: torch.Tensor) -> torch.Tensor:
         """E⁻¹Zᵀr [o, k]: the coarse correction's coordinates for residual forms r [o, n, n]."""
@@ -214,8 +236,10 @@ class SubspaceDeflation:
         return (x + self._prolong(c),), (r - AZc,)
 
     def project(self, Z):
+        """z − Z E⁻¹(AZ)ᵀz, in z's precision (the Galerkin solve in float64)."""
         (z,) = Z
         y = self._restrict_image(z)
-        if self.AV is not None:
-            y = torch.cat([y, z.reshape(z.shape[0], -1) @ self.AV.reshape(len(self.AV), -1).T], 1)
+        AV = self._in(z.dtype).AV
+        if AV is not None:
+            y = torch.cat([y, z.reshape(z.shape[0], -1) @ AV.reshape(len(AV), -1).T], 1)
         return (z - self._prolong(self._solve(y)),)

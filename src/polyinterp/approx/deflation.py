@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner, sym
+from polyinterp.approx.gram_operator import Theta, add, block_combine, block_inner, cast, sym
 from polyinterp.approx.iteration_hooks import between_iterations
 
 
@@ -223,4 +223,15 @@ class Deflation:
         return add(X, block_combine(self.W, self._coordinates(R)))
 
     def project(self, Z: Theta) -> Theta:
-        return add(Z, block_combine(self.W, self.Einv @ block_inner(self.AW, Z)), -1.0)
+        """Z − W E⁻¹(AW)ᵀZ, in Z's precision (a block PCG with float32 search directions projects in float32;
+        W and AW are cast once per precision)."""
+        W, AW = self._in(Z[-1].dtype)
+        return add(Z, block_combine(W, (self.Einv @ block_inner(AW, Z).to(self.Einv.dtype)).to(Z[-1].dtype)), -1.0)
+
+    def _in(self, dtype: torch.dtype) -> tuple[Theta, Theta]:
+        if dtype == self.W[-1].dtype:
+            return self.W, self.AW
+        cache = self.__dict__.setdefault("_cast", {})
+        if dtype not in cache:
+            cache[dtype] = (cast(self.W, dtype), cast(self.AW, dtype))
+        return cache[dtype]

@@ -151,6 +151,11 @@ class BasisPreconditioner:
         U, BU = U.reshape(K + 1, -1), BU.reshape(K + 1, -1)
         return cls(1 / D, U, BU, _capacitance_inverse(U @ BU.T, s0))
 
+    def to(self, dtype: torch.dtype) -> "BasisPreconditioner":
+        """The same preconditioner held in ``dtype`` (e.g. float32 for float32 search directions, so that a
+        call does not cast its K + 1 forms U and BU again)."""
+        return BasisPreconditioner(self.Dinv.to(dtype), self.U.to(dtype), self.BU.to(dtype), self.cap_inv.to(dtype))
+
     def __call__(self, state):
         (R,) = state
         o = R.shape[0]

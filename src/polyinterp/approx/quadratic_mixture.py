@@ -53,19 +53,27 @@ from polyinterp.approx.stein import stein_data
 
 
 def rhs_mixture(model, mixture: GaussianMixture) -> Theta:
-    """(E[f], E[f x], E[f x xᵀ]) under the mixture, by first/second-order Stein per component."""
-    r0 = r1 = R2 = 0
-    for k in range(mixture.K):
-        m, S, w = mixture.means[k], mixture.covs[k], mixture.weights[k]
-        sd = stein_data(model, m, S, order=2)
-        Ef = sd.mean_f
-        Efz = sd.grad @ S
-        Efzz = Ef[:, None, None] * S + sd.hess.sandwich(S)
-        mEfz = m[None, :, None] * Efz[:, None, :]
-        r0 = r0 + w * Ef
-        r1 = r1 + w * (Ef[:, None] * m + Efz)
-        R2 = R2 + w * (Efzz + Ef[:, None, None] * torch.outer(m, m) + mEfz + mEfz.transpose(1, 2))
-    return r0, r1, sym(R2)
+    """(E[f], E[f x], E[f x xᵀ]) under the mixture, by first/second-order Stein per component:
+    E_k[f x xᵀ] = E_k[f] (Σ_k + μ_kμ_kᵀ) + Σ_k E_k[∇²f] Σ_k + μ_k E_k[f z]ᵀ + E_k[f z] μ_kᵀ with E_k[f z] = Σ_k E_k[∇f].
+    The Hessian sandwiches accumulate in place and the other terms, linear in the per-component
+    expectations, are one product over the components each (no [o, d, d] temporary per component)."""
+    w, m, S = mixture.weights, mixture.means, mixture.covs
+    K, d = m.shape
+    Ef, Efz, R2 = [], [], None
+    for k in range(K):
+        sd = stein_data(model, m[k], S[k], order=2)
+        Ef.append(sd.mean_f)
+        Efz.append(sd.grad @ S[k])
+        H = sd.hess.sandwich(S[k])  # Σ_k E_k[∇²f] Σ_k [o, d, d], a fresh tensor
+        R2 = H.mul_(w[k]) if R2 is None else R2.add_(H, alpha=float(w[k]))
+    wEf = (w[:, None] * torch.stack(Ef)).T  # [o, K]: w_k E_k[f]
+    wEfz = w[:, None, None] * torch.stack(Efz)  # [K, o, d]: w_k E_k[f z]
+    o = wEf.shape[0]
+    R2 += (wEf @ S.reshape(K, -1)).view(o, d, d)
+    R2 += torch.einsum("ok,ki,kj->oij", wEf, m, m)
+    mEfz = torch.einsum("ki,koj->oij", m, wEfz)
+    R2 += mEfz + mEfz.transpose(1, 2)
+    return wEf.sum(1), wEf @ m + wEfz.sum(0), sym(R2)
 
 
 def standard_gaussian_inverse(r: Theta) -> Theta:
@@ -105,7 +113,8 @@ REPLACE_FACTOR = {torch.bfloat16: 0.1, torch.float32: 1e-4, torch.float64: 1e-4}
 
 def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype):
     """(operator inside the iteration, resolved dtype): ``op_hi`` itself for float64, else a float32
-    copy of it whose products run in the resolved dtype (input and output stay float64)."""
+    copy of it whose products run in the resolved dtype (any input precision, float32 output: the
+    iteration's search directions are float32 then)."""
     if isinstance(inner_dtype, str):
         if inner_dtype not in INNER_DTYPES:
             raise ApproxInputError(f"inner_dtype must be one of {sorted(INNER_DTYPES)}, got {inner_dtype!r}")
@@ -119,7 +128,7 @@ def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype)
         raise ApproxInputError(f"inner_dtype must be 'auto', None, torch.float32 or torch.bfloat16 (or one of "
                                f"{sorted(INNER_DTYPES)}), got {inner_dtype!r}")
     lo = op_hi.to(torch.float32, product_dtype=inner_dtype)
-    return (lambda th: cast(lo(cast(th, torch.float32)), wmix.dtype)), inner_dtype
+    return (lambda th: lo(cast(th, torch.float32))), inner_dtype
 
 
 def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max_iter: int = 500,
@@ -160,13 +169,15 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
                                                                          device=mixture.device)
     op_hi = FormGramOperator(wmix, Q)
     op_lo, resolved = _inner_operator(op_hi, wmix, inner_dtype)
+    # with low-precision products the search directions and the work around the product are float32
+    directions = None if resolved == wmix.dtype else torch.float32
     to_q = lambda theta: (rotate(theta_to_form(theta), Q),)  # noqa: E731  coefficients → state
     dual_to_q = lambda r: (rotate(to_form(r), Q),)  # noqa: E731  right-hand side → state
     deflation = None
     if preconditioner == "joint_diagonal":
         # from the operator's rotated moments: the same preconditioner as
         # MixturePreconditioner(wmix, plan.basis).in_basis() without its n³ products
-        precond = BasisPreconditioner.from_moments(op_hi.M, wmix.weights, Q[0])
+        precond = BasisPreconditioner.from_moments(op_hi.M, wmix.weights, Q[0]).to(directions or wmix.dtype)
         V = to_q(plan.deflation) if plan.deflation is not None and plan.deflation[0].shape[0] > 0 else None
         if plan.coarse_basis is not None:
             t_coarse = clock(Q)
@@ -206,7 +217,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
             start = "moment_matched (warm start was worse)"
     t_start = clock(Q)
     xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation,
-                                   replace_factor=REPLACE_FACTOR.get(resolved, 0.1))
+                                   replace_factor=REPLACE_FACTOR.get(resolved, 0.1), direction_dtype=directions)
     t_pcg = clock(Q) - t_start
     g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
     out = g.compose(W.P, -(W.P @ W.shift))

@@ -30,13 +30,15 @@ class FactoredHessian:
         return out
 
     def sandwich(self, S: torch.Tensor) -> torch.Tensor:
-        """S H_o S for a symmetric S [d, d] (or S [d, d'] giving Sᵀ H S), shape [o, d', d']."""
-        out = 0
+        """S H_o S for a symmetric S [d, d] (or S [d, d'] giving Sᵀ H S), shape [o, d', d'], a new tensor
+        (0 when the Hessian has no terms)."""
+        out = None
         for L, R, C in self.terms:
             LS, RS = L @ S, R @ S
             M = torch.einsum("hi,oh,hj->oij", LS, C, RS)
-            out = out + M + M.transpose(1, 2)
-        return out
+            M = M + M.transpose(1, 2)
+            out = M if out is None else out.add_(M)
+        return 0 if out is None else out  # no terms (order < 2): the zero Hessian
 
     def trace(self, S: torch.Tensor) -> torch.Tensor:
         """tr(H_o S) for a symmetric S, shape [o]."""
