@@ -98,3 +98,45 @@ def test_the_preconditioner_from_rotated_moments_is_the_rotated_preconditioner()
     (got,) = fast((rotate(to_form(r), Q),))
     want = rotate(theta_to_form(pc(r)), Q)
     torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-11 * float(want.abs().max()))
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+@pytest.mark.parametrize("p", [32, 96, 200, 800])
+def test_sandwich_sum_on_blocks_equals_the_direct_sum(p, device):
+    """Σ_k c_k M_k X M_k from the upper blocks and their mirror images equals the two full products per
+    component (one block at p = 32, several above; the last block shorter at p = 200, 800), on each device."""
+    from polyinterp.approx.form_operator import _block_starts, sandwich_sum
+
+    g = torch.Generator().manual_seed(p)
+    K, o = 3, 2
+    A = torch.randn(K, p, p, generator=g, dtype=DT)
+    M = A @ A.transpose(1, 2) / p
+    X = torch.randn(o, p, p, generator=g, dtype=DT)
+    X = X + X.transpose(1, 2)
+    c = torch.rand(K, generator=g, dtype=DT)
+    want = sum(c[k] * M[k] @ X @ M[k] for k in range(K))
+    got = sandwich_sum(M.to(device), X.to(device), c.to(device), DT).cpu()
+    starts = _block_starts(p)
+    assert (len(starts) > 1) == (p > 32)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12 * float(want.abs().max()))
+    for s in starts[1:]:  # below the block diagonal: exact transposes of the blocks above it
+        torch.testing.assert_close(got[:, s:, :s], got[:, :s, s:].transpose(1, 2), rtol=0, atol=0)
+
+
+def test_form_gram_operator_over_several_blocks_is_the_gram_operator():
+    """d = 70 (forms padded to 96 rows, three blocks): the same normal equations as in coefficients, and a
+    form that is not symmetric acts as its symmetric part."""
+    mix = _whitened(70, 3, seed=8)
+    Q = _basis(mix)
+    theta = _theta(3, 70, seed=9)
+    X = rotate(theta_to_form(theta), Q)
+    op = FormGramOperator(mix, Q)
+    (got,) = op((X,))
+    want = rotate(to_form(GramOperator(mix)(theta)), Q)
+    torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-11 * float(want.abs().max()))
+    skew = torch.randn(X.shape, dtype=DT, generator=torch.Generator().manual_seed(10))
+    (with_skew,) = op((X + skew - skew.transpose(1, 2),))
+    torch.testing.assert_close(with_skew, got, rtol=1e-12, atol=1e-12 * float(got.abs().max()))
