@@ -108,7 +108,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 def test_sandwich_sum_on_blocks_equals_the_direct_sum(p, device):
     """Σ_k c_k M_k X M_k from the upper blocks and their mirror images equals the two full products per
     component (one block at p = 32, several above; the last block shorter at p = 200, 800), on each device."""
-    from polyinterp.approx.form_operator import _block_starts, sandwich_sum
+    from polyinterp.approx.form_operator import BLOCKS, PAD, _block_starts, sandwich_sum
 
     g = torch.Generator().manual_seed(p)
     K, o = 3, 2
@@ -120,7 +120,7 @@ def test_sandwich_sum_on_blocks_equals_the_direct_sum(p, device):
     want = sum(c[k] * M[k] @ X @ M[k] for k in range(K))
     got = sandwich_sum(M.to(device), X.to(device), c.to(device), DT).cpu()
     starts = _block_starts(p)
-    assert (len(starts) > 1) == (p > 32)
+    assert (len(starts) > 1) == (p > PAD) and len(starts) <= BLOCKS and all(s % PAD == 0 for s in starts)
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12 * float(want.abs().max()))
     for s in starts[1:]:  # below the block diagonal: exact transposes of the blocks above it
         torch.testing.assert_close(got[:, s:, :s], got[:, :s, s:].transpose(1, 2), rtol=0, atol=0)
