@@ -37,8 +37,7 @@ def theta_to_form(theta: Theta) -> torch.Tensor:
 def form_to_theta(X: torch.Tensor) -> Theta:
     """J⁻¹ (the inverse of :func:`theta_to_form`) of the symmetric part of X: the Gram operator cannot see an
     antisymmetric part, so a solution's is round-off, and β takes both halves of the first row and column."""
-    a, b, G = from_form(sym(X))
-    return a, b, G
+    return from_form(sym(X))
 
 
 def rotate(X: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
@@ -101,7 +100,8 @@ class FormGramOperator:
         return (sym(out),)
 
 
-BLOCKS = 4  # at most this many row blocks in the second product (bench/README.md, "The second product on the upper blocks")
+# at most this many row blocks in the second product (bench/README.md, "The second product on the upper blocks")
+BLOCKS = 4
 
 
 def _block_starts(p: int) -> list[int]:
@@ -121,8 +121,8 @@ def sandwich_sum(M: torch.Tensor, X: torch.Tensor, c: torch.Tensor, dtype: torch
     first GEMM instead of 4 p³; 3.25 p³ for four equal blocks, 3.26 p³ at p = 800, none saved at p = 32),
     and the blocks below are copied from them. Guarantees: the strictly lower blocks are exact transposes
     of the upper ones; each diagonal block is the product as computed (symmetric to round-off only; the
-    operator symmetrises its output). In bfloat16 each block is rounded once, where the old full product
-    was averaged with its transpose: an error of the same order (5.2e-3 against 4.4e-3 measured at p = 160)."""
+    operator symmetrises its output). In bfloat16 each block is rounded once instead of being averaged with
+    its transpose: a rounding error of the same order (measured in bench/README.md)."""
     o, p, _ = X.shape
     starts = _block_starts(p)
     ends = starts[1:] + [p]
