@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from workflow_helpers import REPO, SMOKE, merged_config, run_snakemake
+from polyinterp.config import study_seeds
 from polyinterp.mnist.schedule import checkpoint_steps
 
 PAPER = REPO / "workflow" / "configs" / "paper.yaml"
@@ -23,7 +24,7 @@ def merged(path):
     for key in ("seeds",):
         base[key] = over.get(key, base[key])
     ck = {**base["mnist"]["train"]["checkpoints"], **over.get("mnist", {}).get("train", {}).get("checkpoints", {})}
-    return base["seeds"], checkpoint_steps(**ck)
+    return base["seeds"], [s for s in checkpoint_steps(**ck) if s > 0]  # step 0 is saved, not analysed
 
 
 def ablation_steps(path, steps):
@@ -110,11 +111,15 @@ def test_cubic_layers_and_training_build_one_view_each(tmp_path, configfile):
     seeds, cubic = merged_cubic(configfile)
     views = CubicViews(cubic, "cpu")
     checkpoints = [s for s in views.steps if views.step_view(s)]
-    n = len(seeds)
+    # the studies beyond the blog run at their own seeds (cubic.layers.seeds, cubic.training.seeds)
+    # (today's view of a seed is the last layer's row and the last step's: read where either study runs)
+    layer_seeds = study_seeds(cubic["layers"].get("seeds"), seeds, "cubic.layers.seeds")
+    step_seeds = study_seeds(cubic["training"].get("seeds"), seeds, "cubic.training.seeds")
+    n_layers, n_steps, n_today = len(layer_seeds), len(step_seeds), len(set(layer_seeds) | set(step_seeds))
     for rule in ("cubic_activations", "cubic_sae", "cubic_band_detection", "cubic_slope_search"):
-        assert counts[rule] == n * (1 + len(views.layer_saes) + len(checkpoints)), rule
-    assert counts["cubic_landmark_table"] == n * (1 + len(views.layer_saes))
-    assert counts.get("cubic_checkpoint_model", 0) == n * len(checkpoints)
+        assert counts[rule] == n_today + n_layers * len(views.layer_saes) + n_steps * len(checkpoints), rule
+    assert counts["cubic_landmark_table"] == n_layers * (1 + len(views.layer_saes))
+    assert counts.get("cubic_checkpoint_model", 0) == n_steps * len(checkpoints)
     assert counts["cubic_layers_summary"] == counts["cubic_training_summary"] == 1
     assert not any(rule.startswith("mnist") for rule in counts), counts
 
@@ -141,10 +146,13 @@ def test_cubic_capacity_and_grid_jobs(tmp_path, configfile):
     views = CubicViews(cubic, "cpu")
     trained = [n for n, v in views.capacity.items() if not v["is_model"]]
     n = len(seeds)
-    assert counts.get("cubic_capacity_train", 0) == n * len(trained)
+    n_capacity = len(study_seeds(cubic["capacity"].get("seeds"), seeds, "cubic.capacity.seeds"))
+    assert counts.get("cubic_capacity_train", 0) == n_capacity * len(trained)
     assert counts["cubic_train"] == n  # today's regressor: the base variant and the grid's (x, a, b) network
-    for rule in ("cubic_activations", "cubic_sae", "cubic_band_detection", "cubic_slope_search"):
-        assert counts[rule] == n * (1 + len(trained)), rule
+    for rule in ("cubic_activations", "cubic_sae"):  # today's SAE of every seed: the grid reads it
+        assert counts[rule] == n + n_capacity * len(trained), rule
+    for rule in ("cubic_band_detection", "cubic_slope_search"):  # the capacity rows only
+        assert counts[rule] == n_capacity * (1 + len(trained)), rule
     assert "cubic_landmark_table" not in counts
     assert counts["cubic_grid_point"] == n * cubic["grid"]["a_points"] * cubic["grid"]["b_points"]
     for rule in ("cubic_capacity_summary", "cubic_grid_summary", "cubic_fig_capacity", "cubic_fig_grid"):
@@ -187,7 +195,7 @@ def test_fig2_of_two_models_builds_both_models_and_nothing_else(tmp_path):
                        " hidden: 16}\n")
     proc = run_snakemake(tmp_path, "fig2", "-n", "--quiet", "rules", configfiles=(SMOKE, overlay))
     counts = job_counts(proc.stdout)
-    steps = checkpoint_steps(**merged_config("smoke.yaml")["mnist"]["train"]["checkpoints"])
+    steps = [s for s in checkpoint_steps(**merged_config("smoke.yaml")["mnist"]["train"]["checkpoints"]) if s > 0]
     assert counts["mnist_train"] == 2 and counts["mnist_approximants"] == 2 * len(steps), counts
     assert not any(r.startswith(("cubic", "mnist_svd")) for r in counts), counts
     proc = run_snakemake(tmp_path, "results/figures/fig5_glu_gelu.pdf", "-n", configfiles=(SMOKE, overlay))
@@ -211,3 +219,33 @@ def test_bad_models_are_refused_before_any_job(tmp_path, models, key):
     out = proc.stdout + proc.stderr
     assert key in out, out[-2000:]
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("key", ["cubic.capacity.seeds", "cubic.layers.seeds", "cubic.training.seeds",
+                                 "mnist.approx.cubic.seeds"])
+def test_a_study_seed_the_run_does_not_train_is_refused_naming_the_key(tmp_path, key):
+    *parents, leaf = key.split(".")
+    over = node = {}
+    for name in parents:
+        node = node.setdefault(name, {})
+    node[leaf] = [0, 7]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(over))
+    proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE, bad), check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert f"config key '{key}' names seed 7" in out and "Job stats" not in out
+
+
+def test_paper_config_runs_the_studies_beyond_the_paper_at_seed_zero(tmp_path):
+    proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(PAPER,))
+    counts = job_counts(proc.stdout)
+    paper = yaml.safe_load(PAPER.read_text())
+    assert paper["seeds"] == [0, 1, 2] and paper["mnist"]["approx"]["cubic"]["seeds"] == [0]
+    _, steps = merged(PAPER)
+    assert counts["mnist_degree_approximants"] == len(steps)  # one seed, every analysed checkpoint
+    assert counts["mnist_approximants"] == 3 * len(steps)
+    # the capacity variants other than today's regressor are trained at seed 0 only
+    trained = [v for v in paper["cubic"]["capacity"]["variants"] if v["widths"] != [3, 64, 64, 64, 15, 1]]
+    assert counts["cubic_capacity_train"] == len(trained)
+    assert counts["cubic_train"] == 3

@@ -209,3 +209,45 @@ def test_options_of_another_method_are_refused_by_name(random_model, random_mixt
         quadratic_approximant(model, mix, method="exact", seed=0)
     with pytest.raises(ApproxInputError, match=r"\['warm_start'\].*'sgd'"):
         quadratic_approximant(model, mix, method="sgd", warm_start=quadratic_approximant(model, mix))
+
+
+def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixture):
+    """optimizer="sgd_schedulefree" is the authors' loop: from the N(0, I) closed form, full matrices
+    in their einsum forward, torch SGD in schedule-free's *reference* wrapper (a separate
+    implementation), nn.MSELoss on fresh mixture samples, parameters read in train mode."""
+    import schedulefree
+    from torch import nn
+
+    from polyinterp.approx import quadratic_gaussian
+
+    d, steps, batch, lr = 5, 40, 128, 1.8e-2
+    model = random_model("mlp", d, 12, 3, seed=31, activation="relu")
+    mix = random_mixture(d, 3, seed=32)
+    got = quadratic_approximant(model, mix, method="sgd", steps=steps, batch=batch, lr=lr, seed=5,
+                                optimizer="sgd_schedulefree", momentum=0.9)
+    assert got.fit_info["optimizer"] == "sgd_schedulefree" and got.fit_info["iterations"] == steps
+
+    start = quadratic_gaussian(model, torch.zeros(d, dtype=DT), torch.eye(d, dtype=DT))
+    quad = nn.Parameter(start.gamma.float().clone())
+    lin = nn.Parameter(start.beta.float().clone())
+    bias = nn.Parameter(start.alpha.float().clone())
+    opt = schedulefree.ScheduleFreeWrapperReference(torch.optim.SGD([bias, lin, quad], lr=lr), momentum=0.9)
+    opt.train()
+    gen = torch.Generator(device=mix.device).manual_seed(5)
+    for _ in range(steps):
+        x = mix.sample(batch, gen)
+        with torch.no_grad():
+            target = model(x).float()
+        x = x.float()
+        out = torch.einsum("bj,bhj->bh", x, torch.einsum("bi,hij->bhj", x, quad)) + x @ lin.T + bias
+        loss = nn.MSELoss()(out, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    ref_gamma = 0.5 * (quad + quad.transpose(1, 2)).detach().double()
+    torch.testing.assert_close(got.gamma, ref_gamma, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(got.beta, lin.detach().double(), rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(got.alpha, bias.detach().double(), rtol=1e-4, atol=1e-6)
+    assert not torch.allclose(got.gamma, start.gamma, rtol=1e-3)  # it moved
+    with pytest.raises(ApproxInputError, match="unknown sgd optimizer 'adam'"):
+        quadratic_approximant(model, mix, method="sgd", steps=1, optimizer="adam", seed=0)

@@ -67,6 +67,12 @@ def test_metrics_table_schema_and_ranges(smoke_run):
     assert (ex["quadratic"] <= ex["linear"] + 1e-12).all(), ex
     rel = (fvu[ex.columns] - ex).abs() / ex
     assert (rel.stack() < 0.25).all(), rel  # 10^4 samples: a few per cent of Monte-Carlo error
+    # every sampled value has its standard error; the exact FVU lies within 5 of them of the sampled one
+    sampled = df[df.distribution != "mixture_exact"]
+    assert (sampled.se >= 0).all() and (sampled[sampled.metric != "accuracy"].se > 0).all()
+    assert np.isfinite(sampled.se).all() and (exact.se == 0).all()
+    se = df[(df.metric == "fvu") & (df.distribution == "mixture")].pivot(index=["seed", "step"], columns="approximant", values="se")
+    assert ((fvu[ex.columns] - ex).abs() <= 5 * se[ex.columns]).stack().all(), (fvu[ex.columns] - ex) / se[ex.columns]
     # the trained MLP beats chance by far at the last checkpoint
     last = df[df.step == df.step.max()]
     assert last[(last.approximant == "mlp") & (last.distribution == "test")].value.min() > 0.6

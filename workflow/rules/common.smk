@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
-from polyinterp.config import validate_config
+from polyinterp.config import study_seeds, validate_config
 from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, selected_steps, sgd_checkpoints,
                                       sgd_settings, train_params)
 from polyinterp.mnist.attack_steps import check_figure_steps
@@ -19,6 +19,9 @@ SEEDS = [int(s) for s in config["seeds"]]
 MODELS = {m.name: m for m in resolve_models(config["mnist"])}
 MODEL_NAMES = list(MODELS)
 MNIST_STEPS = checkpoint_steps(**config["mnist"]["train"]["checkpoints"])
+# The checkpoints analysed by default: step 0 (the untrained network) is saved but no figure or
+# scorecard row reads its analyses (log-step axes), so "all" means every checkpoint after it.
+ANALYSIS_STEPS = [s for s in MNIST_STEPS if s > 0]
 ALL_TARGETS = []  # each rules file appends its final outputs; `rule all` builds them
 
 SRC = Path(workflow.basedir) / "src"
@@ -61,19 +64,23 @@ def previous_approx(wildcards):
     results never depend on job order (off with mnist.approx.warm_start: false)."""
     step = int(wildcards.step)
     i = MNIST_STEPS.index(step)
-    if not config["mnist"]["approx"]["warm_start"] or i == 0:
-        return []
+    if not config["mnist"]["approx"]["warm_start"] or i == 0 or MNIST_STEPS[i - 1] not in ANALYSIS_STEPS:
+        return []  # the first analysed checkpoint starts cold (step 0 is not analysed by default)
     return [mnist_approx(wildcards.model, wildcards.seed, MNIST_STEPS[i - 1])]
 
 
-SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], MNIST_STEPS)
+SGD_STEPS = sgd_checkpoints(config["mnist"]["approx"]["sgd"]["checkpoints"], ANALYSIS_STEPS)
 
 # Rule mnist_degree_approximants (approximants beyond degree 2): where it runs; none without degrees.
 DEGREE_STEPS = (
-    selected_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], MNIST_STEPS,
+    selected_steps(config["mnist"]["approx"]["cubic"]["checkpoints"], ANALYSIS_STEPS,
                    "mnist.approx.cubic.checkpoints")  # in step order: the warm-start chain
     if config["mnist"]["approx"]["degrees"] else []
 )
+
+
+# The degree study (beyond the paper) may run at fewer seeds: mnist.approx.cubic.seeds, "all" or a subset.
+DEGREE_SEEDS = study_seeds(config["mnist"]["approx"]["cubic"].get("seeds"), SEEDS, "mnist.approx.cubic.seeds")
 
 
 def mnist_degree_approx(model="{model}", seed="{seed}", step="{step}"):
@@ -89,9 +96,9 @@ def previous_degree_approx(wildcards):
 
 
 ABLATION_STEPS = (
-    list(MNIST_STEPS)
+    list(ANALYSIS_STEPS)
     if config["mnist"]["ablation"]["steps"] == "all"
-    else resolve_steps(config["mnist"]["ablation"]["steps"], MNIST_STEPS, "mnist.ablation.steps")
+    else resolve_steps(config["mnist"]["ablation"]["steps"], ANALYSIS_STEPS, "mnist.ablation.steps")
 )
 check_figure_steps(config["mnist"]["ablation"]["figure_steps"], ABLATION_STEPS)
 

@@ -333,17 +333,22 @@ rule cubic_checkpoint_model:
 
 _LAYER_VIEWS = [VIEWS.layer_view(layer) for layer in VIEWS.layers]  # the rows of layers.parquet, last layer included
 _STEP_VIEWS = [VIEWS.step_view(step) for step in VIEWS.steps]
+# The studies beyond the blog may run at fewer seeds (cubic.{layers,training,capacity}.seeds: "all" or
+# a subset of seeds, checked here so that a seed the run does not train fails before any job runs).
+LAYER_SEEDS = study_seeds(config["cubic"]["layers"].get("seeds"), SEEDS, "cubic.layers.seeds")
+TRAINING_SEEDS = study_seeds(config["cubic"]["training"].get("seeds"), SEEDS, "cubic.training.seeds")
+CAPACITY_SEEDS = study_seeds(config["cubic"]["capacity"].get("seeds"), SEEDS, "cubic.capacity.seeds")
 
 
 rule cubic_layers_summary:
     input:
-        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _LAYER_VIEWS, SEEDS),
-        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _LAYER_VIEWS, SEEDS),
-        ranking=VIEWS.files(rules.cubic_landmark_table.output.ranking, _LAYER_VIEWS, SEEDS),
+        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _LAYER_VIEWS, LAYER_SEEDS),
+        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _LAYER_VIEWS, LAYER_SEEDS),
+        ranking=VIEWS.files(rules.cubic_landmark_table.output.ranking, _LAYER_VIEWS, LAYER_SEEDS),
     output:
         table="results/cubic/layers.parquet",
     params:
-        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(SEEDS)}),
+        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/layers_summary"),
@@ -360,13 +365,13 @@ rule cubic_layers_summary:
 
 rule cubic_training_summary:
     input:
-        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _STEP_VIEWS, SEEDS),
-        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _STEP_VIEWS, SEEDS),
-        curve=expand(rules.cubic_train.output.curve, seed=SEEDS),
+        metrics=VIEWS.files(rules.cubic_sae.output.metrics, _STEP_VIEWS, TRAINING_SEEDS),
+        slopes=VIEWS.files(rules.cubic_slope_search.output.best, _STEP_VIEWS, TRAINING_SEEDS),
+        curve=expand(rules.cubic_train.output.curve, seed=TRAINING_SEEDS),
     output:
         table="results/cubic/training.parquet",
     params:
-        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(SEEDS)}),
+        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/training_summary"),
@@ -412,14 +417,14 @@ rule cubic_capacity_train:
 
 rule cubic_capacity_summary:
     input:
-        model=VIEWS.capacity_files(rules.cubic_train.output.model, SEEDS),
-        fit=VIEWS.capacity_files(rules.cubic_train.output.fit, SEEDS),
-        metrics=VIEWS.capacity_files(rules.cubic_sae.output.metrics, SEEDS),
-        slopes=VIEWS.capacity_files(rules.cubic_slope_search.output.best, SEEDS),
+        model=VIEWS.capacity_files(rules.cubic_train.output.model, CAPACITY_SEEDS),
+        fit=VIEWS.capacity_files(rules.cubic_train.output.fit, CAPACITY_SEEDS),
+        metrics=VIEWS.capacity_files(rules.cubic_sae.output.metrics, CAPACITY_SEEDS),
+        slopes=VIEWS.capacity_files(rules.cubic_slope_search.output.best, CAPACITY_SEEDS),
     output:
         table="results/cubic/capacity.parquet",
     params:
-        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(SEEDS)}),
+        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/capacity_summary"),

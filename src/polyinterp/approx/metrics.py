@@ -36,6 +36,40 @@ def kl_divergence(f_logits: torch.Tensor, g_logits: torch.Tensor) -> float:
     return float((lp.exp() * (lp - lq)).sum(-1).mean())
 
 
+def fvu_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[float, float]:
+    """:func:`fvu` on samples and its standard error as an estimate of the FVU under the distribution
+    the samples come from: the ratio R = ā / b̄ of the per-sample a_i = ‖f_i − g_i‖² and
+    b_i = ‖f_i − f̄‖², by the delta method, SE = sd(a_i − R b_i) / (√n b̄) (first order in 1/n; the
+    per-output mean f̄ taken as known)."""
+    f, g = _pair(f_values, g_values)
+    a = ((f - g) ** 2).sum(1)
+    b = ((f - f.mean(0)) ** 2).sum(1)
+    if float(b.sum()) == 0.0:
+        raise ApproxInputError("f is constant on these inputs, so the FVU is undefined; use more varied inputs")
+    ratio = a.sum() / b.sum()
+    se = (a - ratio * b).std() / (len(a) ** 0.5 * b.mean())
+    return float(ratio), float(se)
+
+
+def kl_and_se(f_logits: torch.Tensor, g_logits: torch.Tensor) -> tuple[float, float]:
+    """:func:`kl_divergence` and its standard error: the sample standard deviation of the per-sample
+    KL(softmax f_i ‖ softmax g_i) over √n."""
+    f, g = _pair(f_logits, g_logits)
+    lp, lq = torch.log_softmax(f, -1), torch.log_softmax(g, -1)
+    per = (lp.exp() * (lp - lq)).sum(-1)
+    return float(per.mean()), float(per.std() / len(per) ** 0.5)
+
+
+def accuracy_and_se(logits: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
+    """The share p of samples whose argmax of ``logits`` [n, o] is ``labels`` [n], and its binomial
+    standard error √(p (1 − p) / n)."""
+    if logits.dim() != 2 or labels.shape != logits.shape[:1] or len(labels) < 1:
+        raise ApproxInputError(f"expected logits [n, o] and labels [n], got {tuple(logits.shape)} and "
+                               f"{tuple(labels.shape)}")
+    p = float((logits.argmax(1) == labels).double().mean())
+    return p, (p * (1 - p) / len(labels)) ** 0.5
+
+
 @torch.no_grad()
 def fidelity(model, approximant: Approximant, x: torch.Tensor, chunk_size: int = 8192) -> dict[str, float]:
     """FVU and KL of ``approximant`` against ``model`` on inputs x [n, d], streamed in chunks (so

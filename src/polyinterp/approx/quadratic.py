@@ -42,12 +42,17 @@ class ExactOptions:
 class SGDOptions:
     """Options of the paper's baseline: minibatch SGD on mixture samples (``steps`` of ``batch``
     samples at learning rate ``lr``) from the closed form under N(0, I) (``init="standard"``) or
-    under the moment-matched Gaussian (``init="moment_matched"``)."""
+    under the moment-matched Gaussian (``init="moment_matched"``), with ``optimizer``
+    ``"adamw_schedulefree"`` (AdamW-ScheduleFree, its averaged iterate returned) or
+    ``"sgd_schedulefree"`` (the authors' code: torch SGD in schedule-free's ScheduleFreeWrapper with
+    ``momentum``, the iterate returned as their code leaves it, in train mode)."""
 
     steps: int = 2000
     batch: int = 256
     lr: float = 1e-3
     init: str = "standard"
+    optimizer: str = "adamw_schedulefree"
+    momentum: float = 0.9
 
 
 _OPTIONS = {"exact": ExactOptions, "sgd": SGDOptions}
@@ -91,7 +96,7 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     model = model.to(dtype=mixture.dtype)
     if method == "sgd":
         return quadratic_sgd(model, mixture, steps=opts.steps, batch=opts.batch, lr=opts.lr, generator=generator,
-                             seed=seed, init=opts.init)
+                             seed=seed, init=opts.init, optimizer=opts.optimizer, momentum=opts.momentum)
     if not opts.tol > 0:
         raise ApproxInputError(f"tol must be > 0, got {opts.tol}")
     if warm_start is not None and (warm_start.d != mixture.d or warm_start.o != model.o):

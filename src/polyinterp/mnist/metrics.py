@@ -6,7 +6,9 @@ Table schema (tidy, one row per (approximant, fit, distribution, metric)); see R
     :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
     fit str {mixture, gaussian (fitted under the mixture's moment-matched Gaussian), none (the mlp
     rows)}, distribution str {mixture, mixture_exact, test}, metric str {fvu, kl, accuracy}, value float64,
-    mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
+    se float64 (the standard error of a sampled value as an estimate of its expectation under the
+    distribution sampled: delta method for the FVU ratio, sd/√n for KL, binomial for accuracy; 0 for
+    the exact rows), mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
 
 ``mixture_exact`` rows are the FVU under the mixture computed without samples
 (:func:`polyinterp.approx.exact_fvu.exact_fvu`, n_samples 0); ``mixture`` rows are Monte Carlo on
@@ -23,7 +25,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from polyinterp.approx import Approximant, fvu, kl_divergence
+from polyinterp.approx import Approximant
+from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, kl_and_se
 from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
@@ -35,7 +38,7 @@ from polyinterp.mnist.preprocess import apply_preprocess
 COLUMNS = {
     "model": "string", "seed": "int64", "step": "int64", "approximant": "string", "fit": "string",
     "distribution": "string",
-    "metric": "string", "value": "float64", "mlp_train_loss": "float64",
+    "metric": "string", "value": "float64", "se": "float64", "mlp_train_loss": "float64",
     "mlp_test_accuracy": "float64", "ridge": "float64", "n_samples": "int64",
 }
 CHUNK = 8192
@@ -63,20 +66,18 @@ def mixture_samples(mixture: dict, n: int, seed: int, device) -> tuple[torch.Ten
 def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str,
                   with_mlp: bool = True) -> list[dict]:
     """Accuracy of the MLP (``with_mlp``), and FVU, KL and accuracy of each approximant against it, on
-    inputs x. An approximant is an :class:`~polyinterp.approx.Approximant` (its xᵀΓx in ``QUAD_DTYPE``)
+    inputs x, each with its standard error (``se``). An approximant is an :class:`~polyinterp.approx.Approximant` (its xᵀΓx in ``QUAD_DTYPE``)
     or any callable x [n, d] → [n, o] that chunks itself (the higher-degree forms)."""
     f = _evaluate(lambda v: model(v), x)
-    rows = [dict(approximant="mlp", distribution=distribution, metric="accuracy",
-                 value=float((f.argmax(1) == labels).double().mean()))] if with_mlp else []
+    def row(name, metric, value_se):
+        return dict(approximant=name, distribution=distribution, metric=metric, value=value_se[0], se=value_se[1])
+
+    rows = [row("mlp", "accuracy", accuracy_and_se(f, labels))] if with_mlp else []
     for name, approx in approximants.items():
         # each chunks itself (an Approximant builds its float32 Γ once)
         g = approx(x, quad_dtype=QUAD_DTYPE) if isinstance(approx, Approximant) else approx(x).to(f.dtype)
-        rows += [
-            dict(approximant=name, distribution=distribution, metric="fvu", value=float(fvu(f, g))),
-            dict(approximant=name, distribution=distribution, metric="kl", value=float(kl_divergence(f, g))),
-            dict(approximant=name, distribution=distribution, metric="accuracy",
-                 value=float((g.argmax(1) == labels).double().mean())),
-        ]
+        rows += [row(name, "fvu", fvu_and_se(f, g)), row(name, "kl", kl_and_se(f, g)),
+                 row(name, "accuracy", accuracy_and_se(g, labels))]
     return rows
 
 
@@ -108,7 +109,7 @@ def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float
     y_te = torch.as_tensor(mnist.test_labels, device=device)
     rows = fidelity_rows(model, approximants, x_mix.to(device), y_mix.to(device), "mixture", with_mlp)
     rows += fidelity_rows(model, approximants, x_te, y_te, "test", with_mlp)
-    rows += [dict(approximant=name, distribution="mixture_exact", metric="fvu", value=value)
+    rows += [dict(approximant=name, distribution="mixture_exact", metric="fvu", value=value, se=0.0)
              for name, value in exact.items()]
     df = pd.DataFrame(rows)
     fits = fit if isinstance(fit, dict) else {name: fit for name in approximants}
