@@ -36,6 +36,12 @@ STEP_TABLES = (
 )
 
 
+# Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
+COMMANDS = {
+    "publish": "polyinterp.publish:publish_step",  # a finished run → docs/results/<config>/
+}
+
+
 def step_table() -> dict[str, str]:
     """Every step: rule name → ``"module:function"``."""
     table: dict[str, str] = {}
@@ -129,6 +135,7 @@ def _top_help(table: dict[str, str]) -> str:
     lines = [__doc__.splitlines()[0], "", "usage: polyinterp STEP [--<input/output key> PATH ...] [--params JSON]",
              "       polyinterp STEP --help", "", "steps:"]
     lines += [f"  {step}" for step in table]
+    lines += ["", "commands (not rules):"] + [f"  {name}" for name in COMMANDS]
     return "\n".join(lines)
 
 
@@ -139,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_top_help(table))
         return 0 if argv else 2
     step, rest = argv[0], argv[1:]
+    table = {**table, **COMMANDS}
     if step not in table:
         print(f"polyinterp: unknown step {step!r}; the steps are: {', '.join(table)}", file=sys.stderr)
         return 2

@@ -23,12 +23,34 @@ from polyinterp.io import atomic_path
 RUN_CONFIG = "results/run_config.yaml"
 
 
+# The CPU features that decide which GEMM kernels run (bfloat16 and AMX make the solver's products fast).
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def machine_record(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
+    """The machine a run ran on: CPU model name, which of ``CPU_FLAGS`` it has, cores online
+    (``os.cpu_count``); ``cpu`` is ``"unknown"`` where ``cpuinfo`` cannot be read (not Linux)."""
+    import os
+
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        text = ""
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    return {"cpu": fields.get("model name", "unknown"), "flags": [f for f in CPU_FLAGS if f in flags],
+            "cores_online": os.cpu_count()}
+
+
 def run_config_record(config: Mapping[str, Any], configfiles: Sequence[str]) -> dict:
-    """The record of one config: hash, the ``--configfile`` overlays on config.yaml, time (UTC), the config."""
+    """The record of one config: hash, the ``--configfile`` overlays on config.yaml, time (UTC), the
+    machine it runs on (:func:`machine_record`), the config."""
     return {
         "config_hash": config_hash(config),
         "configfiles": [str(f) for f in configfiles],
         "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "machine": machine_record(),
         "config": dict(config),
     }
 

@@ -1,0 +1,117 @@
+"""What a Snakemake invocation did, read from its log (``.snakemake/log/*.snakemake.log``, or the
+output of ``snakemake -n``): the cores it was given, the jobs it planned (rule and count), and each
+job it started with its rule, outputs, benchmark file and start and finish times.
+
+Snakemake (9.x) prints a job as a block::
+
+    [Sat Dec  5 08:10:01 2026]
+    rule mnist_train:            (``localrule``, ``checkpoint`` likewise)
+        output: a, b
+        log: ...
+        jobid: 12
+        benchmark: results/benchmarks/....tsv
+        ...
+
+and its end as ``[time]`` followed by ``Finished jobid: 12 (Rule: mnist_train)``; the plan is the
+``Job stats`` table (``rule count`` rows, then ``total N``). Times are the local time of the machine
+that ran Snakemake (``time.asctime``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+_RULE = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
+_FINISHED = re.compile(r"^Finished job(?:id:)? (\d+)")
+_CORES = re.compile(r"^Provided cores: (\d+)")
+
+
+@dataclass
+class LoggedJob:
+    """One job of a log: its rule, Snakemake's job id, outputs, benchmark path (or None), and when it
+    started and finished (None while it has not)."""
+
+    rule: str
+    jobid: int | None = None
+    outputs: list[str] = field(default_factory=list)
+    benchmark: str | None = None
+    started: dt.datetime | None = None
+    finished: dt.datetime | None = None
+
+
+@dataclass
+class RunLog:
+    """A parsed Snakemake log: ``cores`` (None if not printed), ``planned`` (rule → job count of the
+    ``Job stats`` table, ``total`` excluded), ``jobs`` in the order they started, and the first and
+    last time stamp."""
+
+    cores: int | None
+    planned: dict[str, int]
+    jobs: list[LoggedJob]
+    first: dt.datetime | None
+    last: dt.datetime | None
+
+    @property
+    def unfinished(self) -> list[LoggedJob]:
+        return [j for j in self.jobs if j.finished is None]
+
+    @property
+    def complete(self) -> bool:
+        """Every planned job started and finished (a dry run is never complete)."""
+        return bool(self.planned) and len(self.jobs) == sum(self.planned.values()) and not self.unfinished
+
+
+def _stamp(text: str) -> dt.datetime:
+    return dt.datetime.strptime(re.sub(r" +", " ", text), "%a %b %d %H:%M:%S %Y")
+
+
+def parse_run_log(text: str) -> RunLog:
+    """Parse a Snakemake log (see the module docstring). Lines it does not know are skipped."""
+    cores, planned, jobs, by_id = None, {}, [], {}
+    first = last = stamp = None
+    job: LoggedJob | None = None
+    in_stats = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        m = _STAMP.match(line)
+        if m:
+            stamp = _stamp(m.group(1))
+            first, last, job = first or stamp, stamp, None
+            continue
+        if line == "Job stats:":
+            in_stats = not planned  # the first table is the plan; later ones (reruns) repeat it
+            continue
+        if in_stats:
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit():
+                if parts[0] == "total":
+                    in_stats = False
+                else:
+                    planned[parts[0]] = int(parts[1])
+            continue
+        if (m := _CORES.match(line)) and cores is None:
+            cores = int(m.group(1))
+            continue
+        if m := _RULE.match(line):
+            job = LoggedJob(rule=m.group(1), started=stamp)
+            jobs.append(job)
+            continue
+        if m := _FINISHED.match(line):
+            done = by_id.get(int(m.group(1)))
+            if done is not None:
+                done.finished = stamp
+            continue
+        if job is not None and ":" in line:
+            key, _, value = line.partition(":")
+            value = value.strip()
+            if key == "output":
+                job.outputs = [v.strip() for v in value.split(",") if v.strip()]
+            elif key == "benchmark":
+                job.benchmark = value
+            elif key == "jobid" and value.isdigit():
+                job.jobid = int(value)
+                by_id[job.jobid] = job
+    return RunLog(cores, planned, jobs, first, last)
