@@ -18,6 +18,8 @@ regular expression matches its path (SAMPLED names a sampled benchmark, e.g.
 ``mnist/mlp_relu/approx_seed0_step16384``: the way to say that the SGD checkpoints cost what the sampled
 SGD checkpoint cost), else the mean of the sampled jobs with the same folded name. Jobs with none of these
 are counted and listed as not sampled (0 s in the sums: the projection is then a lower bound).
+``--scale REGEX=FACTOR`` multiplies the seconds of matching jobs (a training job of 16 times the sampled
+steps), ``--add REGEX=SECONDS`` adds a time measured apart (an SGD fit beside the exact one).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
+from polyinterp.run_log import parse_run_log
 
 
 def fold(path: str) -> str:
@@ -69,18 +73,8 @@ def summary_markdown(table: pd.DataFrame, cores: int) -> str:
 
 def planned_jobs(dry_run: str) -> pd.DataFrame:
     """Rule and benchmark path (relative to ``results/benchmarks``) of each job in a ``snakemake -n`` listing."""
-    rows, rule = [], None
-    for line in dry_run.splitlines():
-        line = line.strip()
-        m = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line)
-        if m:
-            rule = m.group(1)
-            continue
-        m = re.match(r"^benchmark: (\S+)$", line)
-        if m and rule is not None:
-            path = m.group(1).split("benchmarks/", 1)[-1]
-            rows.append({"rule": rule, "path": str(Path(path).with_suffix(""))})
-            rule = None
+    rows = [{"rule": job.rule, "path": str(Path(job.benchmark.split("benchmarks/", 1)[-1]).with_suffix(""))}
+            for job in parse_run_log(dry_run).jobs if job.benchmark]
     if not rows:
         raise SystemExit("no 'benchmark:' lines in the dry run; pass the output of 'snakemake -n --forceall'")
     return pd.DataFrame(rows)
@@ -114,6 +108,30 @@ def project(sample: pd.DataFrame, planned: pd.DataFrame, like: list[tuple[str, s
     return pd.DataFrame(out)
 
 
+def _pair(item: str, flag: str, kind):
+    if "=" not in item:
+        raise SystemExit(f"{flag} {item!r}: expected REGEX=NUMBER")
+    rx, value = item.rsplit("=", 1)
+    return rx, kind(value)
+
+
+def adjust(proj: pd.DataFrame, scale: list[tuple[str, float]], add: list[tuple[str, float]]) -> pd.DataFrame:
+    """Each planned job's seconds times the first ``scale`` factor whose regex matches its path, plus
+    every ``add`` whose regex matches (a job left unsampled stays so unless something is added)."""
+    proj = proj.copy()
+    for i, path in proj.path.items():
+        factor = next((f for rx, f in scale if re.search(rx, path)), None)
+        if factor is not None:
+            proj.loc[i, ["wall_s", "cpu_s"]] *= factor
+            proj.loc[i, "source"] += f" × {factor:g}"
+        extra = sum(sec for rx, sec in add if re.search(rx, path))
+        if extra:
+            proj.loc[i, ["wall_s", "cpu_s"]] += extra
+            proj.loc[i, "source"] = ("" if proj.loc[i, "source"] == "not sampled" else proj.loc[i, "source"]) + \
+                f" + {extra:g} s"
+    return proj
+
+
 def projection_markdown(proj: pd.DataFrame, cores: int) -> str:
     out = ["| rule | jobs | sampled | projected wall s | projected CPU s |", "| --- | --- | --- | --- | --- |"]
     for rule, t in sorted(proj.groupby("rule"), key=lambda kv: -kv[1].cpu_s.sum()):
@@ -141,6 +159,12 @@ def main(argv=None) -> int:
                     help="output of 'snakemake -n --forceall' for the configuration to project")
     ap.add_argument("--like", action="append", default=[], metavar="REGEX=SAMPLED",
                     help="planned jobs whose benchmark path matches REGEX cost what sampled job SAMPLED cost")
+    ap.add_argument("--scale", action="append", default=[], metavar="REGEX=FACTOR",
+                    help="multiply the projected seconds of planned jobs whose path matches REGEX by FACTOR "
+                         "(e.g. a training job of 16 times the sampled steps)")
+    ap.add_argument("--add", action="append", default=[], metavar="REGEX=SECONDS",
+                    help="add SECONDS (wall and CPU, one thread) to planned jobs whose path matches REGEX "
+                         "(e.g. an SGD fit measured apart)")
     args = ap.parse_args(argv)
     sample = benchmark_table(args.results)
     if args.project is None:
@@ -153,6 +177,8 @@ def main(argv=None) -> int:
         rx, sampled = item.rsplit("=", 1)
         like.append((rx, sampled))
     proj = project(sample, planned_jobs(args.project.read_text()), like)
+    proj = adjust(proj, [_pair(item, "--scale", float) for item in args.scale],
+                  [_pair(item, "--add", float) for item in args.add])
     print(projection_markdown(proj, args.cores))
     return 0
 

@@ -154,14 +154,14 @@ def test_cubic_capacity_and_grid_jobs(tmp_path, configfile):
     for rule in ("cubic_band_detection", "cubic_slope_search"):  # the capacity rows only
         assert counts[rule] == n_capacity * (1 + len(trained)), rule
     assert "cubic_landmark_table" not in counts
-    assert counts["cubic_grid_point"] == n * cubic["grid"]["a_points"] * cubic["grid"]["b_points"]
+    assert counts["cubic_grid_seed"] == n  # one job trains every (a, b) of a seed
     for rule in ("cubic_capacity_summary", "cubic_grid_summary", "cubic_fig_capacity", "cubic_fig_grid"):
         assert counts[rule] == 1, rule
     assert not any(rule.startswith("mnist") for rule in counts), counts
 
 
 def test_capacity_and_grid_are_in_the_default_target_only_where_enabled(tmp_path):
-    new = {"cubic_capacity_train", "cubic_capacity_summary", "cubic_fig_capacity", "cubic_grid_point",
+    new = {"cubic_capacity_train", "cubic_capacity_summary", "cubic_fig_capacity", "cubic_grid_seed",
            "cubic_grid_summary", "cubic_fig_grid"}
     on = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(SMOKE,)).stdout)
     assert new <= set(on), on

@@ -75,3 +75,14 @@ def test_a_like_that_names_no_sampled_job_is_refused(tmp_path):
     sample = run_time.benchmark_table(_sample(tmp_path))
     with pytest.raises(SystemExit, match="not a sampled benchmark"):
         run_time.project(sample, run_time.planned_jobs(DRY_RUN), [("x", "mnist/m/nothing")])
+
+
+def test_scale_and_add_adjust_the_matching_jobs(tmp_path):
+    sample = run_time.benchmark_table(_sample(tmp_path))
+    proj = run_time.project(sample, run_time.planned_jobs(DRY_RUN), [(r"approx_seed", "mnist/m/approx_seed0_step4096")])
+    got = run_time.adjust(proj, [(r"step1024$", 16.0)], [(r"approx_seed\d+_step1024$", 5.0), (r"scorecard", 2.0)])
+    by_path = got.set_index("path")
+    assert by_path.loc["mnist/m/approx_seed2_step1024", "wall_s"] == 100.0 * 16 + 5  # scaled, then added
+    assert by_path.loc["mnist/m/approx_seed2_step1024", "cpu_s"] == 150.0 * 16 + 5
+    assert by_path.loc["mnist/m/approx_seed1_step16", "wall_s"] == 100.0  # untouched
+    assert by_path.loc["scorecard", "wall_s"] == 2.0 and by_path.loc["scorecard", "source"] == " + 2 s"

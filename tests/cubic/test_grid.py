@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from polyinterp.config import load_yaml
-from polyinterp.cubic.grid import (grid_point_step, grid_points, grid_summary_step, grid_values, line_rel_mse,
-                                   point_params, summarize_network, summary_params, train_single)
+from polyinterp.cubic.grid import (grid_point_step, grid_points, grid_seed_step, grid_summary_step, grid_values,
+                                   line_rel_mse, point_files, point_params, seed_params, summarize_network,
+                                   summary_params, train_single)
 from polyinterp.cubic.model import CubicMLP, build_model, load_model
 from polyinterp.cubic.probe import grid_inputs, latent_activations
 from polyinterp.cubic.sae import TopKSAE, load_sae
@@ -140,6 +141,42 @@ def test_grid_point_step_writes_a_1d_network_and_its_sae(tmp_path):
     assert len(m) == 1 and (m.ia.iloc[0], m.ib.iloc[0], m.widths.iloc[0]) == (1, 1, "1-8-6-1")
     assert 0 < m.val_rel_mse.iloc[0] < 1 and m.sae_r2_heldout.iloc[0] <= 1
     assert m.val_rel_mse.iloc[0] == blob["val_rel_mse"]
+
+
+def identical(a, b) -> bool:
+    """Nested dicts, lists, tensors and numbers equal exactly (tensors bit for bit)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_one_job_per_seed_writes_what_one_job_per_point_writes(tmp_path):
+    """Rule cubic_grid_seed trains every point of a seed in one process: each point's network, SAE and
+    metrics equal, bit for bit, those of the point trained alone (in reverse order, in a fresh call)."""
+    cfg = tiny_cubic()
+    points = grid_points(cfg["grid"], cfg["task"]["ranges"])
+    (tmp_path / "alone").mkdir()
+    alone = {(p["ia"], p["ib"]): run_point(tmp_path / "alone", cfg, p["ia"], p["ib"]) for p in reversed(points)}
+    pattern = str(tmp_path / "seed{seed}" / "a{ia}_b{ib}")
+    files = {k: point_files(pattern + "/" + f, cfg, [0]) for k, f in (("model", "model.pt"), ("sae", "sae.pt"),
+                                                                     ("metrics", "metrics.parquet"))}
+    grid_seed_step(**files, params=seed_params(cfg, 0, "cpu"))
+    for i, p in enumerate(points):
+        one = alone[(p["ia"], p["ib"])]
+        for key in ("model", "sae"):
+            got, want = load_torch(files[key][i]), load_torch(one[key])
+            assert identical({k: v for k, v in got.items() if k != "train_seconds"},
+                             {k: v for k, v in want.items() if k != "train_seconds"}), (key, p)
+        got, want = load_parquet(files["metrics"][i]), load_parquet(one["metrics"])
+        pd.testing.assert_frame_equal(got.drop(columns=["train_seconds", "sae_seconds"]),
+                                      want.drop(columns=["train_seconds", "sae_seconds"]))
+    with pytest.raises(DataError, match="3 model files for 4 grid points"):
+        grid_seed_step(model=files["model"][:3], sae=files["sae"], metrics=files["metrics"],
+                       params=seed_params(cfg, 0, "cpu"))
 
 
 def test_grid_summary_scores_both_networks_by_independent_routes(tmp_path):

@@ -447,24 +447,22 @@ GRID_POINT = f"{CUBIC}/grid/a{{ia}}_b{{ib}}"
 cubic_grid.check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails at parse time
 
 
-rule cubic_grid_point:
-    output:
-        model=f"{GRID_POINT}/model.pt",
-        sae=f"{GRID_POINT}/sae.pt",
-        metrics=f"{GRID_POINT}/metrics.parquet",
+rule cubic_grid_seed:
+    output:  # every grid point of one seed: one process trains them one after another
+        model=cubic_grid.point_files(f"{GRID_POINT}/model.pt", config["cubic"], ["{seed}"]),
+        sae=cubic_grid.point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
+        metrics=cubic_grid.point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
     params:
-        step=step_params(
-            "cubic_grid_point", lambda wc: cubic_grid.point_params(config["cubic"], wc.seed, wc.ia, wc.ib, DEVICE)
-        ),
+        step=step_params("cubic_grid_seed", lambda wc: cubic_grid.seed_params(config["cubic"], wc.seed, DEVICE)),
         files=step_files,
     log:
-        log_path("cubic/grid_seed{seed}/a{ia}_b{ib}"),
+        log_path("cubic/grid_seed{seed}"),
     benchmark:
-        bench_path("cubic/grid_seed{seed}/a{ia}_b{ib}")
+        bench_path("cubic/grid_seed{seed}")
     threads: 1  # the training loops run on one intra-op thread (polyinterp.cubic.threads)
     resources:
         mem_mb=1500,
-        runtime=20,
+        runtime=240,
     conda:
         CONDA_ENV
     shell:
@@ -473,9 +471,9 @@ rule cubic_grid_point:
 
 rule cubic_grid_summary:
     input:
-        model=cubic_grid.point_files(rules.cubic_grid_point.output.model, config["cubic"], SEEDS),
-        sae=cubic_grid.point_files(rules.cubic_grid_point.output.sae, config["cubic"], SEEDS),
-        metrics=cubic_grid.point_files(rules.cubic_grid_point.output.metrics, config["cubic"], SEEDS),
+        model=cubic_grid.point_files(f"{GRID_POINT}/model.pt", config["cubic"], SEEDS),
+        sae=cubic_grid.point_files(f"{GRID_POINT}/sae.pt", config["cubic"], SEEDS),
+        metrics=cubic_grid.point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], SEEDS),
         joint_model=expand(rules.cubic_train.output.model, seed=SEEDS),
         joint_sae=expand(VIEWS.root(rules.cubic_sae.output.sae), seed=SEEDS),
     output:

@@ -3,7 +3,8 @@
 For each (a, b) of a ``cubic.grid.a_points`` × ``b_points`` grid over the training box, a network
 ``cubic.grid.widths`` (1 → 15 → 15 → 15 → 15 → 1, ReLU) regresses that one cubic
 y = x³ + a·x² + b·x from x alone, x uniform on the training x range, and a TopK SAE is fitted on its
-last hidden layer (rule ``cubic_grid_point``, folder ``results/cubic/seed{seed}/grid/a{i}_b{j}/``).
+last hidden layer (folder ``results/cubic/seed{seed}/grid/a{i}_b{j}/``; rule ``cubic_grid_seed`` trains
+every point of a seed in one job, which saves a Python and torch start-up per network).
 Every grid network of a seed starts from the same weights and sees the same x batches (its own
 seeded streams, :mod:`polyinterp.cubic.task`): only the target differs.
 
@@ -149,6 +150,20 @@ def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None
     save_parquet(pd.DataFrame([row]), metrics)
 
 
+def grid_seed_step(*, model: list[str], sae: list[str], metrics: list[str], params: dict) -> None:
+    """Rule ``cubic_grid_seed``: every grid point of one seed in one process, one after another, each
+    exactly as :func:`grid_point_step` (every draw comes from its own seeded generator, so a point's
+    files do not depend on the points before it). ``params`` is :func:`seed_params`'s; ``model``,
+    ``sae`` and ``metrics`` are one file per point of ``params["points"]``, in its order."""
+    points = params["points"]
+    for name, paths in (("model", model), ("sae", sae), ("metrics", metrics)):
+        if len(paths) != len(points):
+            raise DataError(f"{len(paths)} {name} files for {len(points)} grid points; the rule must pass one per point.")
+    common = {k: v for k, v in params.items() if k != "points"}
+    for m, s, t, point in zip(model, sae, metrics, points):
+        grid_point_step(model=m, sae=s, metrics=t, params={**common, **point})
+
+
 # --------------------------------------------------------------------------------------- summary
 def _line(xs: torch.Tensor, a: float, b: float, width: int) -> torch.Tensor:
     """Inputs along x at (a, b) for a network of input ``width`` (1: x; 3: x, a, b)."""
@@ -278,6 +293,16 @@ def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
     return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
             "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
             "sae": sae, "seed": int(seed), "device": device}
+
+
+def seed_params(cubic_cfg: dict, seed, device: str) -> dict:
+    """Rule cubic_grid_seed's params: :func:`point_params`'s settings once, and ``points``: each grid
+    point's ``ia``, ``ib``, ``a``, ``b`` (the order of :func:`point_files`)."""
+    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
+    common = point_params(cubic_cfg, seed, points[0]["ia"], points[0]["ib"], device)
+    for key in ("ia", "ib", "a", "b"):
+        del common[key]
+    return {**common, "points": points}
 
 
 def summary_params(cubic_cfg: dict, seeds, device: str) -> dict:

@@ -16,6 +16,6 @@ STEPS = {
     "cubic_training_summary": "polyinterp.cubic.view_summary:training_summary_step",
     "cubic_capacity_train": "polyinterp.cubic.train:train_step",
     "cubic_capacity_summary": "polyinterp.cubic.capacity:capacity_summary_step",
-    "cubic_grid_point": "polyinterp.cubic.grid:grid_point_step",
+    "cubic_grid_seed": "polyinterp.cubic.grid:grid_seed_step",
     "cubic_grid_summary": "polyinterp.cubic.grid:grid_summary_step",
 }
