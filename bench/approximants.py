@@ -138,7 +138,7 @@ def run_one(cfg: dict) -> dict:
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     threads = torch.get_num_threads()
-    os.environ["POLYINTERP_FIXED_THREADS"] = "1" if cfg.get("fixed_threads") else "0"  # not the caller's shell
+    os.environ["POLYINTERP_ADAPTIVE_THREADS"] = "0" if cfg.get("fixed_threads") else "1"  # not the caller's shell
     with governed(threads if cfg["device"] == "cpu" else 1) as gov:
         rows = _run_one(cfg)
     fewest = min([threads] + [t for _, _, t in (gov.history if gov else [])])

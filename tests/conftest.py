@@ -9,9 +9,9 @@ import pytest
 
 from workflow_helpers import SMOKE, run_snakemake
 
-# Runs that tests compare bit for bit (resume, SLURM against local) must not have their solver steps'
-# thread count follow this machine's load (polyinterp.cpu_share): every job the tests start inherits this.
-os.environ["POLYINTERP_FIXED_THREADS"] = "1"
+# Runs that tests compare bit for bit (resume, SLURM against local, a busy machine against a quiet one)
+# keep their thread counts: the load governor (polyinterp.cpu_share) is opt-in, and stays off here.
+os.environ.pop("POLYINTERP_ADAPTIVE_THREADS", None)
 
 
 @pytest.fixture(scope="session")

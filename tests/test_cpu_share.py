@@ -8,7 +8,7 @@ import os
 import pytest
 
 from polyinterp.approx.iteration_hooks import between_iterations
-from polyinterp.cpu_share import ENV_DISABLE, CoreGovernor, governed, read_busy_seconds, threads_for
+from polyinterp.cpu_share import ENV_ENABLE, CoreGovernor, governed, read_busy_seconds, threads_for
 
 STAT = """cpu  900 0 300 5000 100 0 0 0 0 0
 cpu0 400 10 100 2000 50 5 5 0 0 0
@@ -111,7 +111,7 @@ def test_governor_without_a_load_source_changes_nothing():
 def test_governed_installs_the_update_between_iterations(monkeypatch):
     from polyinterp.cpu_share import _cpu_ids, allotted_threads
 
-    monkeypatch.delenv(ENV_DISABLE, raising=False)
+    monkeypatch.setenv(ENV_ENABLE, "1")
     if read_busy_seconds(_cpu_ids()) is None:
         pytest.skip("no /proc/stat here")
     import torch
@@ -132,12 +132,17 @@ def test_governed_installs_the_update_between_iterations(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_governed_leaves_one_thread_and_the_opt_out_alone(monkeypatch):
+def test_governed_leaves_one_thread_alone_and_is_off_unless_enabled(monkeypatch):
+    monkeypatch.setenv(ENV_ENABLE, "1")
     with governed(1) as gov:
         assert gov is None
-    monkeypatch.setenv(ENV_DISABLE, "1")
-    with governed(2) as gov:
-        assert gov is None
+    for value in (None, "0", "yes"):
+        if value is None:
+            monkeypatch.delenv(ENV_ENABLE, raising=False)
+        else:
+            monkeypatch.setenv(ENV_ENABLE, value)
+        with governed(2) as gov:
+            assert gov is None, value
 
 
 def test_only_existing_solver_steps_are_load_adaptive():

@@ -253,3 +253,67 @@ def test_truncated_mnist_npz(size, tmp_path, monkeypatch):
     fake_metadata(tmp_path, rel, "mnist_data")
     with pytest.raises(DataError, match=r"results/data/mnist.npz cannot be read .*--forcerun mnist_data"):
         load_mnist(rel)
+
+
+def flip_byte_in(path: Path, needle: bytes) -> int:
+    """Flip one bit in the middle of the first occurrence of ``needle`` (payload bytes, not a header)."""
+    blob = bytearray(path.read_bytes())
+    at = blob.find(needle)
+    assert at >= 0, "payload not found in the file"
+    at += len(needle) // 2
+    blob[at] ^= 0x04
+    path.write_bytes(bytes(blob))
+    return at
+
+
+def test_a_changed_byte_in_a_torch_payload_names_the_file_the_rule_and_the_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    weights = torch.arange(4096, dtype=torch.float32).reshape(64, 64) / 7
+    path = Path("results/mnist/m/seed0/approx/step16.pt")
+    save_torch({"quadratic": {"gamma": weights}, "step": 16}, path)
+    fake_metadata(tmp_path, str(path), "mnist_approximants")
+    assert torch.equal(load_torch(path)["quadratic"]["gamma"], weights)  # the digest key is not returned
+    assert set(load_torch(path)) == {"quadratic", "step"}
+    flip_byte_in(path, weights.numpy().tobytes()[4000:4400])
+    assert torch.load(path, weights_only=True)["step"] == 16  # the container still parses: torch alone loads it
+    with pytest.raises(DataError, match=r"step16\.pt was changed after it was written: its content has sha256 .*"
+                                        r"`snakemake --forcerun mnist_approximants` \(rule mnist_approximants"):
+        load_torch(path)
+    path.unlink()  # the fix: the rule writes it anew and it loads
+    save_torch({"quadratic": {"gamma": weights}, "step": 16}, path)
+    assert torch.equal(load_torch(path)["quadratic"]["gamma"], weights)
+
+
+def test_a_changed_byte_in_a_parquet_page_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    values = np.random.default_rng(0).standard_normal(300)
+    path = Path("results/mnist/m/seed0/metrics/step16.parquet")
+    save_parquet(pd.DataFrame({"value": values, "step": np.arange(300)}), path)
+    fake_metadata(tmp_path, str(path), "mnist_metrics")
+    flip_byte_in(path, values.tobytes()[800:1200])
+    with pytest.raises(DataError, match=r"step16\.parquet was changed after it was written: a data page fails its "
+                                        r"checksum.*--forcerun mnist_metrics"):
+        load_parquet(path)
+
+
+@pytest.mark.parametrize("obj", [[torch.ones(3), "a"], torch.zeros(2, 2), {"_polyinterp_sha256": 1, "x": 2}])
+def test_objects_that_are_not_plain_dicts_round_trip(obj, tmp_path):
+    save_torch(obj, tmp_path / "x.pt")
+    got = load_torch(tmp_path / "x.pt")
+    assert io.content_digest(got) == io.content_digest(obj) and type(got) is type(obj)
+
+
+def test_a_torch_file_without_a_digest_is_refused(tmp_path):
+    torch.save({"step": 1}, tmp_path / "old.pt")
+    with pytest.raises(DataError, match=r"old\.pt has no content digest.*delete it and rerun"):
+        load_torch(tmp_path / "old.pt")
+
+
+def test_the_digest_sees_values_not_layout():
+    a = torch.arange(12.0).reshape(3, 4)
+    assert io.content_digest({"a": a.t().contiguous(), "b": 1}) == io.content_digest({"b": 1, "a": a.t()})
+    assert io.content_digest({"a": a}) != io.content_digest({"a": a.reshape(4, 3)})  # shape counts
+    assert io.content_digest({"a": a}) != io.content_digest({"a": a.double()})  # dtype counts
+    b = a.clone()
+    b[2, 3] = torch.nextafter(b[2, 3], torch.tensor(100.0))
+    assert io.content_digest({"a": a}) != io.content_digest({"a": b})

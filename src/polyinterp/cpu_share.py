@@ -12,10 +12,12 @@ no more often than every ``min_interval`` seconds.
 
 Where ``/proc/stat`` cannot be read (not Linux) the governor leaves the thread count alone.
 
-Only the steps of :data:`LOAD_ADAPTIVE_STEPS` are governed: iterative solves whose result is the
-same to their tolerance whatever the thread count (another count rounds parallel reductions
-differently, so the tables then agree with a quiet run's to the solver's tolerance, not bit for
-bit). Training steps keep their thread count: a non-convex fit (the SAE) can land elsewhere.
+The governor is opt-in (``POLYINTERP_ADAPTIVE_THREADS=1``): by default every step keeps the thread
+count its rule allots, so the same config on the same machine gives the same bytes whatever else
+runs. When enabled, only the steps of :data:`LOAD_ADAPTIVE_STEPS` are governed: iterative solves whose
+result is the same to their tolerance whatever the thread count (another count rounds parallel
+reductions differently, so the tables then agree with a quiet run's to the solver's tolerance, not bit
+for bit). Training steps keep their thread count: a non-convex fit (the SAE) can land elsewhere.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from typing import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
-ENV_DISABLE = "POLYINTERP_FIXED_THREADS"  # set to 1: never change the thread count
+# Opt-in: set to 1 to let the solver steps follow the machine's load. Off by default, so that a run's
+# tables do not depend on what else runs (measured: the governor saved nothing on a solve, cold 194.7 s
+# governed against 192.4 s fixed under one busy process, and sped up only the solver plan; bench/README.md).
+ENV_ENABLE = "POLYINTERP_ADAPTIVE_THREADS"
 LOAD_ADAPTIVE_STEPS = frozenset({"mnist_approximants", "mnist_solver_plan"})
 
 
@@ -171,11 +176,11 @@ def allotted_threads() -> Iterator[None]:
 def governed(max_threads: int, sample_seconds: float = 0.1) -> Iterator[CoreGovernor | None]:
     """For a step allotted ``max_threads`` (≥ 2): a :class:`CoreGovernor`, first decided after a
     ``sample_seconds`` look at the machine, then again between solver iterations. Yields None (and
-    changes nothing) for one thread, where ``/proc/stat`` is unreadable, or with
-    ``POLYINTERP_FIXED_THREADS=1``."""
+    changes nothing) for one thread, where ``/proc/stat`` is unreadable, or unless
+    ``POLYINTERP_ADAPTIVE_THREADS=1`` (the governor is opt-in)."""
     from polyinterp.approx.iteration_hooks import installed
 
-    if max_threads < 2 or os.environ.get(ENV_DISABLE, "") not in ("", "0"):
+    if max_threads < 2 or os.environ.get(ENV_ENABLE, "") != "1":
         yield None
         return
     gov = CoreGovernor(max_threads)

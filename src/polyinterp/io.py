@@ -100,30 +100,86 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
-def save_torch(obj: Any, path: str | os.PathLike) -> None:
-    """``torch.save`` to ``path`` atomically."""
+# A torch file carries the sha256 of its content under this key (PyTorch's zip reader does not check
+# its CRCs, so a changed byte in a tensor would load silently); a non-dict object is wrapped in PAYLOAD.
+DIGEST_KEY = "_polyinterp_sha256"
+PAYLOAD_KEY = "_polyinterp_payload"
+
+
+def content_digest(obj: Any) -> str:
+    """sha256 of what a torch file holds, by value: tensors and numpy arrays (dtype, shape, bytes),
+    dicts (keys in sorted order), lists, tuples, strings, numbers, None. Two objects that load equal
+    have equal digests; a changed element changes it."""
+    import hashlib
+
+    import numpy as np
     import torch
 
+    h = hashlib.sha256()
+
+    def walk(o):
+        if isinstance(o, torch.Tensor):
+            t = o.detach().to("cpu").contiguous().reshape(-1)
+            h.update(f"T{t.dtype}{tuple(o.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(o, np.ndarray):
+            h.update(f"A{o.dtype.str}{o.shape}".encode())
+            h.update(np.ascontiguousarray(o).tobytes())
+        elif isinstance(o, dict):
+            h.update(f"D{len(o)}".encode())
+            for k in sorted(o, key=repr):
+                walk(k)
+                walk(o[k])
+        elif isinstance(o, (list, tuple)):
+            h.update(f"{'L' if isinstance(o, list) else 'U'}{len(o)}".encode())
+            for x in o:
+                walk(x)
+        else:
+            h.update(f"{type(o).__name__}:{o!r};".encode())
+
+    walk(obj)
+    return h.hexdigest()
+
+
+def save_torch(obj: Any, path: str | os.PathLike) -> None:
+    """``torch.save`` to ``path`` atomically, with the :func:`content_digest` of ``obj`` inside (a dict
+    gets key ``DIGEST_KEY``; anything else is wrapped); :func:`load_torch` verifies and removes it."""
+    import torch
+
+    body = dict(obj) if isinstance(obj, dict) and DIGEST_KEY not in obj else {PAYLOAD_KEY: obj}
+    body[DIGEST_KEY] = content_digest(obj)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:  # through a file object: the zip folder is "archive", bytes reproducible
-            torch.save(obj, fh)
+            torch.save(body, fh)
 
 
 def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
-    """Load a file written by :func:`save_torch` (tensors, numbers, strings, lists and dicts only)."""
+    """Load a file written by :func:`save_torch` (tensors, numbers, strings, lists and dicts only) and
+    verify its content digest: a file changed after it was written is a :class:`DataError` naming the
+    file, the rule that writes it and the fix, before any of its numbers is used."""
     import torch
 
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path} does not exist: run the rule that builds it (snakemake {path}).")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        body = torch.load(path, map_location=map_location, weights_only=True)
     except (OSError, EOFError, pickle.UnpicklingError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
     except RuntimeError as exc:  # torch's zip reader; other RuntimeErrors (e.g. no CUDA) are not the file's fault
         if not any(word in str(exc) for word in ("PytorchStreamReader", "zip archive", "corrupt")):
             raise
         raise unreadable(path, exc) from exc
+    if not isinstance(body, dict) or DIGEST_KEY not in body:
+        raise changed(path, "has no content digest: it was written before digests were recorded, or not by "
+                            "save_torch, so what it holds cannot be checked")
+    want = body.pop(DIGEST_KEY)
+    obj = body[PAYLOAD_KEY] if set(body) == {PAYLOAD_KEY} else body
+    got = content_digest(obj)
+    if got != want:
+        raise changed(path, f"was changed after it was written: its content has sha256 {got[:16]}…, not the "
+                            f"{want[:16]}… recorded when it was written")
+    return obj
 
 
 def load_parquet(path: str | os.PathLike, **kw) -> Any:
@@ -138,9 +194,20 @@ def load_parquet(path: str | os.PathLike, **kw) -> Any:
     if not Path(path).exists():
         raise DataError(f"{path} does not exist: run the rule that builds it (snakemake {path}).")
     try:
-        return pd.read_parquet(path, **kw)
+        return pd.read_parquet(path, page_checksum_verification=True, **kw)
     except (pa.ArrowException, OSError) as exc:
+        if "CRC" in str(exc) or "checksum" in str(exc).lower():
+            raise changed(path, f"was changed after it was written: a data page fails its checksum "
+                                f"({' '.join(str(exc).split())[:160]})") from exc
         raise unreadable(path, exc) from exc
+
+
+def changed(path: str | os.PathLike, why: str) -> DataError:
+    """The :class:`DataError` for a file whose content cannot be trusted: ``why`` completes "{path} …"."""
+    rule = writer_rule(path)
+    fix = (f"delete it and rerun, or `snakemake --forcerun {rule}` (rule {rule} writes it)" if rule else
+           "delete it and rerun, or `snakemake --forcerun <rule>` with the rule that writes it")
+    return DataError(f"{path} {why}. Every number computed from it would be wrong; {fix}.")
 
 
 def writer_rule(path: str | os.PathLike) -> str | None:
@@ -204,9 +271,10 @@ def unreadable(path: str | os.PathLike, exc: BaseException) -> DataError:
 
 
 def save_parquet(df, path: str | os.PathLike) -> None:
-    """Write a pandas DataFrame as Parquet (pyarrow, no index) atomically."""
+    """Write a pandas DataFrame as Parquet (pyarrow, no index) atomically, with a CRC-32 on every data
+    page (Parquet's page checksums), which :func:`load_parquet` verifies."""
     with atomic_path(path) as tmp:
-        df.to_parquet(tmp, engine="pyarrow", index=False)
+        df.to_parquet(tmp, engine="pyarrow", index=False, write_page_checksum=True)
 
 
 def save_npz(path: str | os.PathLike, **arrays) -> None:

