@@ -17,6 +17,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 configfile: Path(workflow.basedir) / "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/mnist.smk"
 include: "workflow/rules/cubic.smk"

@@ -9,10 +9,10 @@ line of a step is generated from its function's signature:
 - ``name: list[str]`` → ``--name PATH [PATH ...]`` (optional, default empty, when it has a default);
 - ``params: dict`` → ``--params JSON``.
 
-``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The solver steps of
-``cpu_share.LOAD_ADAPTIVE_STEPS`` then use only the cores other processes leave free, looked at when
-they start and between solver iterations (:mod:`polyinterp.cpu_share`; ``POLYINTERP_FIXED_THREADS=1``
-keeps N). The tables of step
+``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). With
+``POLYINTERP_ADAPTIVE_THREADS=1`` the solver steps of ``cpu_share.LOAD_ADAPTIVE_STEPS`` use only the
+cores other processes leave free, looked at when they start and between solver iterations
+(:mod:`polyinterp.cpu_share`; opt-in: the tables then depend on the machine's load). The tables of step
 names → functions are ``polyinterp.<study>.steps.STEPS``; a function is imported only when its step
 runs, so ``polyinterp --help`` stays fast.
 """
@@ -39,6 +39,8 @@ STEP_TABLES = (
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
 COMMANDS = {
     "publish": "polyinterp.publish:publish_step",  # a finished run → docs/results/<config>/
+    "results_page": "polyinterp.results_page:results_page_step",  # docs/results/ → docs/results.md, README
+    "config_page": "polyinterp.config_page:config_page_step",  # the schema → docs/config.md
 }
 
 

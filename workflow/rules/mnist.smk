@@ -230,7 +230,7 @@ rule mnist_degree_summary:
         metrics=rules.mnist_metrics_all.output.metrics,
     output:
         table="results/mnist/fvu_by_degree.parquet",
-        markdown="results/mnist/fvu_by_degree.md",
+        markdown=report("results/mnist/fvu_by_degree.md", caption="../report/fvu_by_degree.rst", category="Tables"),
     params:
         step=step_params("mnist_degree_summary"),
         files=step_files,
@@ -320,7 +320,7 @@ rule mnist_attack_summary:
         tables=expand(rules.mnist_svd_ablation_all.output.table, model=MODEL_NAMES),
     output:
         summary="results/mnist/attack_strength.parquet",
-        markdown="results/mnist/attack_strength.md",
+        markdown=report("results/mnist/attack_strength.md", caption="../report/attack_strength.rst", category="Tables"),
     params:
         step=step_params("mnist_attack_summary"),
         files=step_files,

@@ -9,7 +9,7 @@ Every model is evaluated on x' = x − (xV)Vᵀ through quantities computed once
 :func:`projected_evaluator`), so a direction set V [d, k] costs O(n·d·o·k + o·d²·k) instead of a full
 O(n·o·d²) quadratic evaluation; ``project_out`` + ``accuracies`` is the direct route the tests compare with.
 
-Table schema (see README "Tables"):
+Table schema (see docs/outputs.md, "Tables"):
     model str (the network's name, mnist.models), seed int64, step int64, basis str {mixture, gaussian, standard_normal}, k int64,
     directions str {svd, random}, draw int64 (0 for svd),
     predictor str {mlp (the network itself), linear, quadratic, quadratic_sgd, linear_gaussian, linear_standard_normal},

@@ -1,4 +1,4 @@
-"""The attack's strength over training, per basis: what fig6 draws and the README quotes.
+"""The attack's strength over training, per basis: what fig6 draws and the results pages quote.
 
 From the attack table (:mod:`polyinterp.mnist.ablation`): at each attacked step, the test accuracy
 left with the top-k SVD directions removed, for the MLP, the linear approximant that defines the

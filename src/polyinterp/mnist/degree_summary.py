@@ -10,7 +10,7 @@ of ``mnist.approx.fits`` are the Gaussian degree-1 and degree-2 forms again, and
 Table schema (``results/mnist/fvu_by_degree.parquet``, tidy): model str, step int64, approximant str, distribution
 str (mixture_exact or mixture), fvu_mean, fvu_min, fvu_max float64 (over seeds), n_seeds int64. The
 Markdown beside it has one row per checkpoint that has the higher-degree fits and one column per
-approximant (seed means), for the README.
+approximant (seed means), for the results pages.
 """
 
 from __future__ import annotations

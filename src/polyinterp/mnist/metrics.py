@@ -1,6 +1,6 @@
 """Fidelity of the approximants at one checkpoint, on mixture samples and on MNIST test images.
 
-Table schema (tidy, one row per (approximant, fit, distribution, metric)); see README "Tables":
+Table schema (tidy, one row per (approximant, fit, distribution, metric)); see docs/outputs.md, "Tables":
     model str (the network's name, mnist.models), seed int64, step int64, approximant str {mlp (the
     network itself), linear, quadratic, quadratic_sgd, and the higher degrees of
     :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
