@@ -89,8 +89,20 @@ def results_markdown(root: Path) -> str:
         pngs = sorted((folder / "figures").glob("*.png"))
         if pngs:
             out += ["### Figures", ""]
-            out += [f"- [{p.stem}](results/{name}/figures/{p.name})" for p in pngs] + [""]
+            for png in pngs:
+                out += [f"**[{png.stem}](results/{name}/figures/{png.name})**. {caption(root, png.stem)}", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def caption(root: Path, figure: str) -> str:
+    """The figure's report caption (``workflow/report/<name>.rst``; a per-model figure ``fig5_<model>``
+    has ``fig5``'s), as one paragraph of Markdown; empty when there is none."""
+    report = root / "workflow" / "report"
+    for stem in (figure, figure.split("_")[0]):
+        path = report / f"{stem}.rst"
+        if path.exists():
+            return " ".join(path.read_text().split()).replace("``", "`")
+    return ""
 
 
 def readme_block(root: Path) -> str:

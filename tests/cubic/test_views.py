@@ -236,4 +236,4 @@ def test_views_keep_todays_params_and_paths_for_the_last_layer_and_final_model()
     stop["train"]["stop_at_target"] = True  # the final model may be earlier than the last step: read it as a checkpoint
     assert CubicViews(stop, "cpu").step_view(12000) == "/train_step12000"
     paper = CubicViews(merged("paper.yaml")["cubic"], "cpu")
-    assert paper.layers == [1, 2, 3, 4] and paper.steps == [1000, 2000, 4000, 8000, 15000, 30000]
+    assert paper.layers == [1, 2, 3, 4] and paper.steps == [500, 1000, 2000, 3500, 6500, 12000]  # the default training: 12 000 steps, eval every 500

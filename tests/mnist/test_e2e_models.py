@@ -36,7 +36,7 @@ def test_only_the_new_model_and_the_comparisons_run(two_models):
     assert {"mnist_train", "mnist_approximants", "fig_models_fvu", "scorecard"} <= ran, ran
     assert not ran & {"mnist_data", "mnist_mixture", "mnist_solver_plan"}, ran  # shared inputs are reused
     assert not any(r.startswith("cubic") for r in ran), ran
-    assert "results/mnist/glu_gelu/seed0/approx/step0.pt" in log
+    assert "results/mnist/glu_gelu/seed0/approx/step16.pt" in log  # the first analysed checkpoint (not step 0)
     assert "output: results/mnist/mlp_relu/" not in log  # the first model's jobs are not rerun
 
 
