@@ -12,8 +12,8 @@ line of a step is generated from its function's signature:
 ``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). With
 ``POLYINTERP_ADAPTIVE_THREADS=1`` the solver steps of ``cpu_share.LOAD_ADAPTIVE_STEPS`` use only the
 cores other processes leave free, looked at when they start and between solver iterations
-(:mod:`polyinterp.cpu_share`; opt-in: the tables then depend on the machine's load). The tables of step
-names → functions are ``polyinterp.<study>.steps.STEPS``; a function is imported only when its step
+(:mod:`polyinterp.cpu_share`; opt-in: the tables then depend on the machine's load). The table of step
+names → functions is ``polyinterp.steps.STEPS``; a function is imported only when its step
 runs, so ``polyinterp --help`` stays fast.
 """
 
@@ -30,10 +30,8 @@ from typing import Callable
 
 from polyinterp.cpu_share import LOAD_ADAPTIVE_STEPS, governed
 from polyinterp.errors import PolyinterpError
+from polyinterp.steps import STEPS
 
-STEP_TABLES = (
-    "polyinterp.mnist.steps", "polyinterp.cubic.steps", "polyinterp.figures.steps", "polyinterp.steps",
-)
 
 
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
@@ -45,14 +43,8 @@ COMMANDS = {
 
 
 def step_table() -> dict[str, str]:
-    """Every step: rule name → ``"module:function"``."""
-    table: dict[str, str] = {}
-    for name in STEP_TABLES:
-        for step, target in importlib.import_module(name).STEPS.items():
-            if step in table:
-                raise RuntimeError(f"step {step!r} is registered twice ({table[step]}, {target})")
-            table[step] = target
-    return table
+    """Every step: rule name → ``"module:function"`` (:data:`polyinterp.steps.STEPS`)."""
+    return dict(STEPS)
 
 
 def step_function(target: str) -> Callable:

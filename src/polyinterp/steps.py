@@ -1,6 +1,61 @@
-"""Steps that span both studies: rule name → step function (``polyinterp <rule>``, see :mod:`polyinterp.cli`)."""
+"""The one step table: rule name → step function (``"module:function"``) for ``polyinterp <rule>``
+(:mod:`polyinterp.cli`). Every rule of the workflow that runs a command has its entry, under the rule's
+own name; a step's function takes the rule's ``input:`` and ``output:`` keys as keyword arguments
+(and ``params`` where it has any). Functions are imported only when their step runs. A figure function
+reads tables and saved tensors only, writes its ``out`` files and returns the data it drew (for tests)."""
 
 STEPS = {
+    # Study 1: MLPs as polynomials (MNIST)
+    "mnist_data": "polyinterp.mnist.data:data_step",
+    "mnist_mixture": "polyinterp.mnist.mixture:mixture_step",
+    "mnist_solver_plan": "polyinterp.mnist.approximants:solver_plan_step",
+    "mnist_train": "polyinterp.mnist.train:train_step",
+    "mnist_approximants": "polyinterp.mnist.approximants:approximants_step",
+    "mnist_degree_approximants": "polyinterp.mnist.degree_approximants:degree_approximants_step",
+    "mnist_metrics": "polyinterp.mnist.metrics:metrics_step",
+    "mnist_metrics_all": "polyinterp.mnist.metrics:metrics_all_step",
+    "mnist_degree_summary": "polyinterp.mnist.degree_summary:degree_summary_step",
+    "mnist_svd_ablation": "polyinterp.mnist.ablation:ablation_step",
+    "mnist_svd_ablation_all": "polyinterp.mnist.ablation:ablation_all_step",
+    "mnist_attack_summary": "polyinterp.mnist.attack_summary:attack_summary_step",
+    # Study 2: Cardano features in a cubic regressor
+    "cubic_train": "polyinterp.cubic.train:train_step",
+    "cubic_activations": "polyinterp.cubic.activations:activations_step",
+    "cubic_sae": "polyinterp.cubic.sae:sae_step",
+    "cubic_landmark_table": "polyinterp.cubic.landmarks:landmarks_step",
+    "cubic_band_detection": "polyinterp.cubic.bands:bands_step",
+    "cubic_slope_search": "polyinterp.cubic.bands:slopes_step",
+    "cubic_clamping": "polyinterp.cubic.clamping:clamp_step",
+    "cubic_joint_clamping": "polyinterp.cubic.joint_clamp:joint_clamp_step",
+    "cubic_band_thresholds": "polyinterp.cubic.thresholds:thresholds_step",
+    "cubic_summary": "polyinterp.cubic.summary:summary_step",
+    "cubic_checkpoint_model": "polyinterp.cubic.views:checkpoint_model_step",
+    "cubic_layers_summary": "polyinterp.cubic.view_summary:layers_summary_step",
+    "cubic_training_summary": "polyinterp.cubic.view_summary:training_summary_step",
+    "cubic_capacity_train": "polyinterp.cubic.train:train_step",
+    "cubic_capacity_summary": "polyinterp.cubic.capacity:capacity_summary_step",
+    "cubic_grid_seed": "polyinterp.cubic.grid:grid_seed_step",
+    "cubic_grid_summary": "polyinterp.cubic.grid:grid_summary_step",
+    # Figures
+    "fig1_features": "polyinterp.figures.mnist_features:features_figure",
+    "fig2_fvu": "polyinterp.figures.mnist_curves:fvu_figure",
+    "fig3_kl": "polyinterp.figures.mnist_curves:kl_figure",
+    "fig4_ablated_digits": "polyinterp.figures.mnist_ablation:ablated_digits_figure",
+    "fig5_ablation_accuracy": "polyinterp.figures.mnist_ablation:ablation_accuracy_figure",
+    "fig6_attack_strength": "polyinterp.figures.mnist_ablation:attack_strength_figure",
+    "fig_models_fvu": "polyinterp.figures.mnist_models:models_figure",
+    "cubic_fig_fit": "polyinterp.figures.cubic_fit:fit_figure",
+    "cubic_fig_landmarks": "polyinterp.figures.cubic_landmarks:landmarks_figure",
+    "cubic_fig_bands": "polyinterp.figures.cubic_bands:bands_figure",
+    "cubic_fig_slopes": "polyinterp.figures.cubic_slopes:slopes_figure",
+    "cubic_fig_clamp": "polyinterp.figures.cubic_clamp:clamp_figure",
+    "cubic_fig_joint_clamp": "polyinterp.figures.cubic_joint_clamp:joint_clamp_figure",
+    "cubic_fig_thresholds": "polyinterp.figures.cubic_thresholds:thresholds_figure",
+    "cubic_fig_layers": "polyinterp.figures.cubic_views:layers_figure",
+    "cubic_fig_training": "polyinterp.figures.cubic_views:training_figure",
+    "cubic_fig_capacity": "polyinterp.figures.cubic_capacity:capacity_figure",
+    "cubic_fig_grid": "polyinterp.figures.cubic_grid:grid_figure",
+    # Both studies
     "scorecard": "polyinterp.scorecard:scorecard_step",
     "run_config": "polyinterp.run_config:run_config_step",
 }

@@ -1,0 +1,83 @@
+"""docs/architecture.md stays true: every subpackage it names exists, every subpackage is named, the
+approx modules of its layer table are exactly approx/'s modules, each layer imports only from the
+layers above it (the exceptions the page states aside), and the library imports no study."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "src" / "polyinterp"
+PAGE = (REPO / "docs" / "architecture.md").read_text()
+
+
+def subpackages() -> set[str]:
+    return {f"polyinterp.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_every_dotted_name_on_the_page_is_a_module():
+    """A name on the page is a module or package of polyinterp, or an attribute of one (checked by import)."""
+    import importlib
+
+    def is_module(parts):
+        path = PACKAGE.joinpath(*parts)
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    for name in set(re.findall(r"`(polyinterp(?:\.\w+)+)`", PAGE)):
+        parts = name.split(".")[1:]
+        if not is_module(parts):
+            assert len(parts) > 1 and is_module(parts[:-1]), name
+            assert hasattr(importlib.import_module(name.rsplit(".", 1)[0]), parts[-1]), name
+
+
+def test_every_subpackage_named_exists_and_every_subpackage_is_named():
+    named = set(re.findall(r"`(polyinterp\.[a-z_]+)`", PAGE))
+    named_packages = {n for n in named if (PACKAGE / n.split(".")[1]).is_dir()}
+    modules = {n for n in named if (PACKAGE / f"{n.split('.')[1]}.py").is_file()}
+    assert not named - named_packages - modules, "names on the page that are neither a subpackage nor a module"
+    assert subpackages() <= named_packages, subpackages() - named_packages
+
+
+def layer_table() -> dict[str, list[str]]:
+    section = PAGE[PAGE.index("| layer | modules |"):]
+    rows = re.findall(r"^\| (\w+) \| ([a-z_, ]+) \|$", section, re.M)
+    return {layer: [m.strip() for m in mods.split(",")] for layer, mods in rows if layer != "layer"}
+
+
+def test_the_layer_table_lists_exactly_the_approx_modules():
+    listed = [m for mods in layer_table().values() for m in mods]
+    actual = {p.stem for p in (PACKAGE / "approx").glob("*.py") if p.stem != "__init__"}
+    assert len(listed) == len(set(listed)), "a module in two layers"
+    assert set(listed) == actual, (set(listed) ^ actual)
+
+
+def approx_imports(module: str, top_level_only: bool) -> set[str]:
+    tree = ast.parse((PACKAGE / "approx" / f"{module}.py").read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    out = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polyinterp.approx."):
+            out.add(node.module.split(".")[2])
+    return out
+
+
+def test_each_layer_imports_only_from_the_layers_above_but_the_stated_exception():
+    table = layer_table()
+    rank = {m: i for i, mods in enumerate(table.values()) for m in mods}
+    upward = {(m, dep) for m in rank for dep in approx_imports(m, top_level_only=False) if rank[dep] > rank[m]}
+    # the page: hermite_ridge and cubic_mixture (fits) import exact_fvu (evaluation), inside a function
+    assert upward == {("hermite_ridge", "exact_fvu"), ("cubic_mixture", "exact_fvu")}, upward
+    assert not {(m, d) for m, d in upward if d in approx_imports(m, top_level_only=True)}
+
+
+def test_the_library_imports_no_study_and_nothing_of_the_package_but_errors():
+    for path in (PACKAGE / "approx").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polyinterp"):
+                assert node.module.startswith("polyinterp.approx") or node.module == "polyinterp.errors", \
+                    (path.name, node.module)
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith(("snakemake", "polyinterp.mnist", "polyinterp.cubic"))
+                               for a in node.names), path.name
