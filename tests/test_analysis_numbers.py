@@ -1,0 +1,60 @@
+"""docs/analysis.md quotes numbers only from the published default run, and what it says of them holds
+there: each number of its default-config section is a value of that run's attack table, and each
+statement ("N(0, I) attacks harder from step 256 on", "the linear approximant is at chance at k = 10",
+"the random control keeps the clean accuracy") is checked against the run's attack_strength.parquet."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ANALYSIS = REPO / "docs" / "analysis.md"
+RUN = REPO / "docs" / "results" / "default" / "tables" / "mnist"
+
+
+def default_section() -> str:
+    text = ANALYSIS.read_text()
+    return text[text.index("**Default config**"):text.index("**Authors'-code config**")]
+
+
+@pytest.fixture(scope="module")
+def attack() -> pd.DataFrame:
+    return pd.read_parquet(RUN / "attack_strength.parquet")
+
+
+def value(attack, k, basis, predictor, step, column="mean") -> float:
+    row = attack[(attack.k == k) & (attack.basis == basis) & (attack.predictor == predictor) & (attack.step == step)]
+    assert len(row) == 1, (k, basis, predictor, step)
+    return float(row[column].iloc[0])
+
+
+def test_every_number_of_the_default_section_is_in_the_published_attack_table():
+    table = (RUN / "attack_strength.md").read_text()
+    shown = set(re.findall(r"\b\d\.\d{3}\b", table))
+    quoted = re.findall(r"\b\d\.\d{3}\b", default_section())
+    assert len(quoted) > 20
+    assert not [q for q in quoted if q not in shown], "numbers in docs/analysis.md that the published table lacks"
+
+
+def test_the_sections_statements_hold_in_the_published_run(attack):
+    steps = sorted(attack.step.unique())
+    # At step 1024: the MLP below 0.5 at k = 4 under every basis, at chance (< 0.1) at k = 10 under two.
+    assert all(value(attack, 4, b, "mlp", 1024) < 0.5 for b in ("mixture", "gaussian", "standard_normal"))
+    assert all(value(attack, 10, b, "mlp", 1024) < 0.1 for b in ("gaussian", "standard_normal"))
+    # The network recovers from step 2048 on: above 0.15 at k = 10 under every basis.
+    later = [s for s in steps if s >= 2048]
+    assert all(value(attack, 10, b, "mlp", s) > 0.15 for s in later for b in ("mixture", "gaussian", "standard_normal"))
+    # N(0, I) attacks harder than the mixture at k = 4 from step 256 on.
+    assert all(value(attack, 4, "standard_normal", "mlp", s) < value(attack, 4, "mixture", "mlp", s)
+               for s in steps if s >= 256)
+    # Each basis's own linear approximant is at chance at k = 10 at every checkpoint.
+    own = {"mixture": "linear", "gaussian": "linear_gaussian", "standard_normal": "linear_standard_normal"}
+    lows = [value(attack, 10, b, p, s) for b, p in own.items() for s in steps]
+    assert 0.08 < min(lows) and max(lows) < 0.12
+    # Random directions: from step 64 on within 0.005 of the clean accuracy at k = 10.
+    assert all(abs(value(attack, 10, "any", "random", s) - value(attack, 10, "any", "random", s, "clean_accuracy"))
+               < 0.005 for s in steps if s >= 64)
