@@ -51,7 +51,9 @@ def test_dry_run_lists_every_job(tmp_path, configfile):
     for rule in ("mnist_svd_ablation_all", "fig1_features", "fig4_ablated_digits", "fig5_ablation_accuracy",
                  "fig6_attack_strength"):  # per model
         assert counts[rule] == models, rule
-    for rule in ("mnist_metrics_all", "mnist_attack_summary", "fig2_fvu", "fig3_kl", "fig_models_fvu", "scorecard"):
+    assert counts["mnist_early_fvu"] == models * len(seeds)
+    for rule in ("mnist_metrics_all", "mnist_attack_summary", "mnist_early_fvu_summary", "fig2_fvu", "fig3_kl",
+                 "fig_models_fvu", "scorecard"):
         assert counts[rule] == 1, rule
 
 

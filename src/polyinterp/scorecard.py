@@ -29,6 +29,7 @@ import pandas as pd
 from polyinterp.io import atomic_path, load_parquet, save_parquet
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import accuracy_level_step
+from polyinterp.mnist.early_fvu import PAPER_EARLY_LINEAR_FVU, closeness
 
 COLUMNS = {"study": "string", "model": "string", "claim": "string", "reference": "string", "tolerance": "string",
            "criterion": "string", "where": "string", "ours_mean": "float64", "ours_sd": "float64",
@@ -145,6 +146,13 @@ def mnist_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: 
         out.append(Claim("mnist", "linear FVU ≈ 0.025 early in training", "0.025", "factor 2 (0.0125–0.05)",
                          "linear FVU at step 16 within a factor 2 of 0.025", f"step 16, {dist}",
                          lin.loc[16].tolist(), lambda m: 0.0125 <= m <= 0.05))
+    flat = _curve(metrics, "linear", "test", "fvu_flat")  # tables from before fvu_flat: empty, no rows
+    if 16 in flat.index:
+        out.append(Claim("mnist", "linear FVU ≈ 0.025 early in training, the authors' FVU", "0.025",
+                         "factor 2 (0.0125–0.05)",
+                         "linear FVU at step 16 within a factor 2 of 0.025, as the authors' code computes it: "
+                         "Var(f − g) / Var(f) over the flattened [n, 10] logits", "step 16, test images, fvu_flat",
+                         flat.loc[16].tolist(), lambda m: 0.0125 <= m <= 0.05))
     out.append(Claim("mnist", "final linear FVU 0.15–0.18", "0.15–0.18", "the range", "linear FVU at the last checkpoint",
                      f"step {last}, {dist}", lin.loc[last].tolist(), lambda m: 0.15 <= m <= 0.18))
     out.append(Claim("mnist", "linear → quadratic transition between 500 and 4000 steps", "500–4000 steps", "the range",
@@ -161,6 +169,12 @@ def mnist_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: 
     out.append(Claim("mnist", "linear FVU dips early, KL does not", "FVU dip, no KL dip", "both, in every seed",
                      "1 = FVU has an early dip (−20 % and back) and KL(linear) has none; 0 otherwise",
                      f"{dist} FVU, test KL", [max(d, 0.0) for d in dips], lambda m: m == 1.0))
+    if len(flat.columns):
+        kl_test = _curve(metrics, "linear", "test", "kl")
+        dips = [float(_has_early_dip(flat[s])) - float(_has_early_dip(kl_test[s])) for s in flat.columns]
+        out.append(Claim("mnist", "linear FVU dips early, KL does not, the authors' FVU", "FVU dip, no KL dip",
+                         "both, in every seed", "as the row above, with the authors' flattened-variance FVU",
+                         "test images, fvu_flat and KL", [max(d, 0.0) for d in dips], lambda m: m == 1.0))
     late = quad[quad.index >= 2 ** 16]
     out.append(Claim("mnist", "quadratic FVU rises after 2^16 steps", "rising", "Spearman ρ > 0.5",
                      "Spearman ρ of quadratic FVU against step over checkpoints ≥ 2^16", f"{dist}, steps ≥ 65536",
@@ -217,23 +231,46 @@ def fit_claims(metrics: pd.DataFrame) -> list[Claim]:
     return out
 
 
-def model_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
+def early_fvu_claims(early: pd.DataFrame | None) -> list[Claim]:
+    """The cause of the early linear FVU gap (rule ``mnist_early_fvu``, one network's per-seed tables): at
+    the first checkpoint, the linear candidate (fit distribution and definition) whose seed-mean FVU on
+    the test images is closest to the paper's 0.025 (by |log ratio|), and whether it is within a factor
+    2. No row without the table."""
+    if early is None or not len(early):
+        return []
+    first = int(early.step.min())
+    lin = early[(early.step == first) & (early.approximant == "linear")]
+    means = lin.groupby(["fit", "definition"], sort=False).value.mean()
+    fit, definition = min(means.index, key=lambda key: closeness(means[key]))
+    best = lin[(lin.fit == fit) & (lin.definition == definition)].sort_values("seed")
+    ref = PAPER_EARLY_LINEAR_FVU
+    return [Claim("mnist", f"linear FVU ≈ {ref} early: the closest candidate cause", str(ref), "factor 2",
+                  f"of the linear fits of results/mnist/early_fvu.md (fit distribution × definition), the one "
+                  f"whose FVU on the test images at the first checkpoint is closest to {ref}",
+                  f"step {first}, fit {fit}, {definition} definition, test images", best.value.tolist(),
+                  lambda m: ref / 2 <= m <= ref * 2)]
+
+
+def model_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: float,
+                 early: pd.DataFrame | None = None) -> list[Claim]:
     """The MNIST claims of one network: the paper's (fits under the mixture), the higher degrees and the
     single-Gaussian comparison."""
     from polyinterp.scorecard_degrees import degree_claims
 
     mixture_fits = metrics[metrics.fit != "gaussian"] if "fit" in metrics else metrics
-    return (mnist_claims(mixture_fits, ablation, accuracy_level) + degree_claims(mixture_fits)
+    return (mnist_claims(mixture_fits, ablation, accuracy_level) + early_fvu_claims(early) + degree_claims(mixture_fits)
             + (fit_claims(metrics) if "fit" in metrics else []))
 
 
 def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
-                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None) -> pd.DataFrame:
+                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None,
+                    early: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every claim's row (schema: module docstring): for each MNIST model (in table order) the claims
     of :func:`model_claims` — the attack claims at the first checkpoint whose clean test accuracy
     reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``), the higher-degree rows of
     :func:`polyinterp.scorecard_degrees.degree_claims` (where the metrics have the PC fits), the
-    single-Gaussian rows of :func:`fit_claims` —; then the cubic study's and the rows of
+    single-Gaussian rows of :func:`fit_claims`, the early-gap row of :func:`early_fvu_claims` (from
+    ``early``, rule ``mnist_early_fvu``'s tables) —; then the cubic study's and the rows of
     :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the ``beyond`` tables."""
     from polyinterp.scorecard_cubic_beyond import beyond_claims
 
@@ -242,7 +279,8 @@ def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.Dat
     for model in models:
         m = metrics if model is None else metrics[metrics.model == model]
         a = ablation if model is None or "model" not in ablation else ablation[ablation.model == model]
-        for c in model_claims(m, a, accuracy_level):
+        e = early if model is None or early is None else early[early.model == model]
+        for c in model_claims(m, a, accuracy_level, e):
             c.model = model or "—"
             claims.append(c)
     claims += cubic_claims(cubic) + beyond_claims(**(beyond or {}))
@@ -286,20 +324,21 @@ def _read_tables(paths) -> pd.DataFrame | None:
 def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: str, markdown: str, params: dict,
                    joint_clamp: list[str] = (), layers: list[str] = (),
                    training: list[str] = (), capacity: list[str] = (),
-                   grid: list[str] = (), thresholds: list[str] = ()) -> None:
+                   grid: list[str] = (), thresholds: list[str] = (), early: list[str] = ()) -> None:
     """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables (one per
     model, or one path) and the
     cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with the seeds
     and the last checkpoint the tables hold); the attack claims are read at the checkpoint chosen by
     ``params['accuracy_level']``. The optional tables of the cubic study beyond the blog
     (``joint_clamp`` fits and band ``thresholds`` one per seed; ``layers``, ``training``,
-    ``capacity``, ``grid`` summaries) add the ``cubic+`` rows; one the run does not build is left out."""
+    ``capacity``, ``grid`` summaries) add the ``cubic+`` rows; one the run does not build is left out.
+    ``early``: rule ``mnist_early_fvu``'s tables (one per model and seed), for the early-gap row."""
     m = load_parquet(metrics)
     given = dict(joint_clamp=joint_clamp, layers=layers, training=training, capacity=capacity, grid=grid,
                  thresholds=thresholds)
     table = scorecard_table(m, _read_tables(ablation), load_parquet(cubic),
                             accuracy_level=float(params["accuracy_level"]),
-                            beyond={k: _read_tables(v) for k, v in given.items()})
+                            beyond={k: _read_tables(v) for k, v in given.items()}, early=_read_tables(early))
     save_parquet(table, scorecard)
     seeds = ", ".join(str(s) for s in sorted(m.seed.unique()))
     with atomic_path(markdown) as tmp:

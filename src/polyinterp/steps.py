@@ -18,6 +18,8 @@ STEPS = {
     "mnist_svd_ablation": "polyinterp.mnist.ablation:ablation_step",
     "mnist_svd_ablation_all": "polyinterp.mnist.ablation:ablation_all_step",
     "mnist_attack_summary": "polyinterp.mnist.attack_summary:attack_summary_step",
+    "mnist_early_fvu": "polyinterp.mnist.early_fvu:early_fvu_step",
+    "mnist_early_fvu_summary": "polyinterp.mnist.early_fvu:early_fvu_summary_step",
     # Study 2: Cardano features in a cubic regressor
     "cubic_train": "polyinterp.cubic.train:train_step",
     "cubic_activations": "polyinterp.cubic.activations:activations_step",

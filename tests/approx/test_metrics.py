@@ -9,7 +9,7 @@ import torch
 from polyinterp.approx import (expected_inner, expected_sq_norm, fidelity, fvu, kl_divergence, linear_approximant,
                                quadratic_approximant)
 from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, kl_and_se
+from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
 
 DT = torch.float64
 
@@ -70,11 +70,11 @@ def test_standard_errors_match_the_spread_of_repeated_estimates(n):
     """The reported standard error of FVU, KL and accuracy is the spread of the estimate over
     independent sample sets (400 replications: the spread itself is known to ±3.5 %)."""
     gen = torch.Generator().manual_seed(7)
-    est = {"fvu": [], "kl": [], "accuracy": []}
-    ses = {"fvu": [], "kl": [], "accuracy": []}
+    est = {"fvu": [], "fvu_flat": [], "kl": [], "accuracy": []}
+    ses = {"fvu": [], "fvu_flat": [], "kl": [], "accuracy": []}
     for _ in range(400):
         f, g, labels = _draw(n, gen)
-        for name, (v, se) in (("fvu", fvu_and_se(f, g)), ("kl", kl_and_se(f, g)),
+        for name, (v, se) in (("fvu", fvu_and_se(f, g)), ("fvu_flat", fvu_flat_and_se(f, g)), ("kl", kl_and_se(f, g)),
                               ("accuracy", accuracy_and_se(g, labels))):
             est[name].append(v)
             ses[name].append(se)
@@ -91,3 +91,32 @@ def test_estimates_with_standard_errors_equal_the_plain_estimates():
     p = float((g.argmax(1) == labels).double().mean())
     assert accuracy_and_se(g, labels) == pytest.approx((p, (p * (1 - p) / 1000) ** 0.5), rel=1e-14)
     assert fvu_and_se(f, f) == (0.0, 0.0)
+
+
+def test_flat_fvu_is_the_authors_flattened_variance_ratio():
+    """fvu_flat is numpy's var of the flattened residual over var of the flattened outputs (the paper
+    authors' fvu_between_models), whatever the divisor; a hand case: outputs with different means."""
+    gen = torch.Generator().manual_seed(5)
+    f, g, _ = _draw(500, gen)
+    fn, gn = f.numpy(), g.numpy()
+    for ddof in (0, 1):
+        ref = np.var((fn - gn).ravel(), ddof=ddof) / np.var(fn.ravel(), ddof=ddof)
+        assert fvu_flat_and_se(f, g)[0] == pytest.approx(ref, rel=1e-12)
+    # f = (x, x + 10), g = (x + 1, x + 11): every residual is -1, so the flattened residual has no
+    # variance (flat FVU 0) while ours counts the shared offset: Σ 1 / Σ Var = 2n / (2 n var x).
+    x = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=DT)
+    f2 = torch.stack([x, x + 10], 1)
+    assert fvu_flat_and_se(f2, f2 + 1)[0] == 0.0
+    assert fvu_and_se(f2, f2 + 1)[0] == pytest.approx(1 / float(x.var(unbiased=False)), rel=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_flat_fvu_is_never_above_ours(seed):
+    """Theirs adds the spread of the per-output means to the denominator and removes the shared mean
+    residual from the numerator, so it is at most ours on the same values."""
+    gen = torch.Generator().manual_seed(seed)
+    n, o = 50, 4
+    f = torch.randn(n, o, generator=gen, dtype=DT) * torch.rand(o, generator=gen, dtype=DT) * 3 \
+        + torch.randn(o, generator=gen, dtype=DT) * 5
+    g = f + torch.randn(n, o, generator=gen, dtype=DT) * 0.5 + torch.randn(o, generator=gen, dtype=DT)
+    assert fvu_flat_and_se(f, g)[0] <= fvu_and_se(f, g)[0] * (1 + 1e-12)

@@ -122,3 +122,59 @@ def test_every_mnist_figure_exists(smoke_run):
         for ext in ("pdf", "png"):
             path = smoke_run / f"results/figures/{n}.{ext}"
             assert path.stat().st_size > 5_000, path
+
+
+def _numpy_network(state: dict):
+    """The saved ReLU MLP as a numpy function (its state dict read directly, not through the package)."""
+    w1, b1, w2, b2 = (state[k].double().numpy() for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
+    return lambda x: np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+
+
+def _numpy_polynomial(saved: dict):
+    alpha, beta = saved["alpha"].double().numpy(), saved["beta"].double().numpy()
+    gamma = saved["gamma"].double().numpy() if "gamma" in saved else None
+    return lambda x: alpha + x @ beta.T + (0 if gamma is None else np.einsum("ni,oij,nj->no", x, gamma, x))
+
+
+def test_flat_fvu_rows_equal_an_independent_computation(smoke_run):
+    """metrics.parquet's fvu_flat rows on the test images, for every checkpoint and every approximant of
+    the approx files (both fits), equal numpy's var(f − g) / var(f) over the flattened logits, computed
+    from the saved checkpoint and approximant files read with torch.load; and the early-FVU table's
+    headline row is the metrics table's FVU."""
+    from polyinterp.mnist.data import load_mnist
+
+    df = pd.read_parquet(smoke_run / "results/mnist/metrics.parquet")
+    flat = df[(df.metric == "fvu_flat") & (df.distribution == "test")]
+    ours = df[(df.metric == "fvu") & (df.distribution == "test")]
+    assert set(flat.approximant) == set(ours.approximant) - {"mlp"} and len(flat) == len(ours)
+    key = ["seed", "step", "approximant", "fit"]
+    both = flat.merge(ours, on=key, suffixes=("_flat", "_ours"))
+    assert (both.value_flat <= both.value_ours * (1 + 1e-9)).all()
+    images = load_mnist(smoke_run / "results/data/mnist.npz").test_images.astype(np.float64) / 255.0
+    checked = 0
+    for (seed, step), at in flat.groupby(["seed", "step"]):
+        folder = smoke_run / f"results/mnist/mlp_relu/seed{seed}"
+        ckpt = torch.load(folder / f"ckpt/step{step}.pt", weights_only=True)
+        pool = ckpt["preprocess"]["pool"]  # average pooling by hand, no centring in the smoke config
+        assert not ckpt["preprocess"]["center"]
+        side = 28 // pool
+        x = images.reshape(-1, side, pool, side, pool).mean((2, 4)).reshape(len(images), -1)
+        f = _numpy_network(ckpt["state"])(x)
+        saved = torch.load(folder / f"approx/step{step}.pt", weights_only=True)
+        for fit, group in (("mixture", saved), ("gaussian", saved.get("gaussian", {}))):
+            for name in ("linear", "quadratic", "quadratic_sgd"):
+                if name in group:
+                    g = _numpy_polynomial(group[name])(x)
+                    row = at[(at.approximant == name) & (at.fit == fit)]
+                    assert len(row) == 1, (step, name, fit)
+                    # the quadratic form is evaluated in float32 by the metrics (≤ 1e-6 relative)
+                    assert row.value.iloc[0] == pytest.approx(np.var(f - g) / np.var(f), rel=1e-6), (step, name, fit)
+                    checked += 1
+    assert checked >= 5 * flat.step.nunique()
+    early = pd.read_parquet(smoke_run / "results/mnist/mlp_relu/seed0/early_fvu.parquet")
+    head = early[(early.approximant == "linear") & (early.fit == "mixture_train") & (early.definition == "ours")]
+    assert len(head) == 3
+    for r in head.itertuples():
+        m = ours[(ours.seed == 0) & (ours.step == r.step) & (ours.approximant == "linear") & (ours.fit == "mixture")]
+        assert r.value == pytest.approx(m.value.iloc[0], rel=1e-9)
+    assert "Closest linear row to 0.025" in (smoke_run / "results/mnist/early_fvu.md").read_text()

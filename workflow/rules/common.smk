@@ -51,6 +51,11 @@ def mnist_dir(model="{model}", seed="{seed}"):
     return f"results/mnist/{model}/seed{seed}"
 
 
+def mnist_file(rel, model="{model}", seed="{seed}"):
+    """A file under the per-(model, seed) folder: ``rel`` relative to :func:`mnist_dir`."""
+    return f"{mnist_dir(model, seed)}/{rel}"
+
+
 def mnist_ckpt(model="{model}", seed="{seed}", step="{step}"):
     return f"{mnist_dir(model, seed)}/ckpt/step{step}.pt"
 
@@ -101,6 +106,9 @@ ABLATION_STEPS = (
     else resolve_steps(config["mnist"]["ablation"]["steps"], ANALYSIS_STEPS, "mnist.ablation.steps")
 )
 check_figure_steps(config["mnist"]["ablation"]["figure_steps"], ABLATION_STEPS)
+
+# The first analysed checkpoints, where rule mnist_early_fvu measures each cause of the early linear FVU.
+EARLY_FVU_STEPS = ANALYSIS_STEPS[: config["mnist"]["early_fvu"]["checkpoints"]]
 
 
 def figure_files(name):

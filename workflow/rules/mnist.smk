@@ -149,7 +149,7 @@ rule mnist_degree_approximants:
         warm=previous_degree_approx,
     output:
         approx=mnist_degree_approx(),
-        metrics=mnist_dir() + "/degrees/metrics_step{step}.parquet",
+        metrics=mnist_file("degrees/metrics_step{step}.parquet"),
     params:
         step=step_params(
             "mnist_degree_approximants",
@@ -183,7 +183,7 @@ rule mnist_metrics:
         mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        metrics=mnist_dir() + "/metrics/step{step}.parquet",
+        metrics=mnist_file("metrics/step{step}.parquet"),
     params:
         step=step_params("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
         files=step_files,
@@ -258,7 +258,7 @@ rule mnist_svd_ablation:
         mixture=rules.mnist_mixture.output.mixture,
         data=rules.mnist_data.output.data,
     output:
-        table=mnist_dir() + "/ablation/step{step}.parquet",
+        table=mnist_file("ablation/step{step}.parquet"),
     params:
         step=step_params(
             "mnist_svd_ablation",
@@ -338,3 +338,53 @@ rule mnist_attack_summary:
 
 
 ALL_TARGETS.extend(rules.mnist_attack_summary.output)
+
+
+rule mnist_early_fvu:
+    input:
+        ckpts=[mnist_ckpt(step=t) for t in EARLY_FVU_STEPS],
+        approx=[mnist_approx(step=t) for t in EARLY_FVU_STEPS],
+        mixture=rules.mnist_mixture.output.mixture,
+        data=rules.mnist_data.output.data,
+    output:
+        table=mnist_file("early_fvu.parquet"),
+    params:
+        step=step_params("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE}),
+        files=step_files,
+    log:
+        log_path("mnist/{model}/early_fvu_seed{seed}"),
+    benchmark:
+        bench_path("mnist/{model}/early_fvu_seed{seed}")
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule mnist_early_fvu_summary:
+    input:
+        tables=expand(rules.mnist_early_fvu.output.table, model=MODEL_NAMES, seed=SEEDS),
+    output:
+        summary="results/mnist/early_fvu.parquet",
+        markdown=report("results/mnist/early_fvu.md", caption="../report/early_fvu.rst", category="Tables"),
+    params:
+        step=step_params("mnist_early_fvu_summary"),
+        files=step_files,
+    log:
+        log_path("mnist/early_fvu_summary"),
+    benchmark:
+        bench_path("mnist/early_fvu_summary")
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+ALL_TARGETS.extend(rules.mnist_early_fvu_summary.output)

@@ -4,6 +4,7 @@ rule scorecard:
     input:
         metrics=rules.mnist_metrics_all.output.metrics,
         ablation=expand(rules.mnist_svd_ablation_all.output.table, model=MODEL_NAMES),
+        early=expand(rules.mnist_early_fvu.output.table, model=MODEL_NAMES, seed=SEEDS),
         cubic=rules.cubic_summary.output.summary,
         # the cubic study beyond the blog (rows "cubic+"); capacity and grid where enabled
         joint_clamp=expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),

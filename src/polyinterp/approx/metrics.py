@@ -51,6 +51,28 @@ def fvu_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[float, f
     return float(ratio), float(se)
 
 
+def fvu_flat_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[float, float]:
+    """The FVU as the paper authors' code computes it (EleutherAI/polyapprox, branch quadratic-alice,
+    ``fvu_between_models``): Var(f − g) / Var(f), each variance over all n·o values of the [n, o]
+    outputs flattened into one vector (one scalar mean removed, not one per output), and its standard
+    error by the delta method as in :func:`fvu_and_se` (a_i = Σ_o (r_io − r̄)², b_i = Σ_o (f_io − f̄)²
+    with the grand means r̄, f̄ taken as known).
+
+    Against :func:`fvu`: the denominator adds the spread of the per-output means of f, and the numerator
+    drops the part of the mean residual shared by all outputs, so this value is never above
+    :func:`fvu` on the same values (equal when every output has the same mean and the same mean
+    residual). The biased and unbiased variances give the same ratio."""
+    f, g = _pair(f_values, g_values)
+    r = f - g
+    a = ((r - r.mean()) ** 2).sum(1)
+    b = ((f - f.mean()) ** 2).sum(1)
+    if float(b.sum()) == 0.0:
+        raise ApproxInputError("f is constant on these inputs, so the FVU is undefined; use more varied inputs")
+    ratio = a.sum() / b.sum()
+    se = (a - ratio * b).std() / (len(a) ** 0.5 * b.mean())
+    return float(ratio), float(se)
+
+
 def kl_and_se(f_logits: torch.Tensor, g_logits: torch.Tensor) -> tuple[float, float]:
     """:func:`kl_divergence` and its standard error: the sample standard deviation of the per-sample
     KL(softmax f_i ‖ softmax g_i) over √n."""

@@ -5,11 +5,16 @@ Table schema (tidy, one row per (approximant, fit, distribution, metric)); see d
     network itself), linear, quadratic, quadratic_sgd, and the higher degrees of
     :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
     fit str {mixture, gaussian (fitted under the mixture's moment-matched Gaussian), none (the mlp
-    rows)}, distribution str {mixture, mixture_exact, test}, metric str {fvu, kl, accuracy}, value float64,
+    rows)}, distribution str {mixture, mixture_exact, test}, metric str {fvu, fvu_flat, kl, accuracy}, value float64,
     se float64 (the standard error of a sampled value as an estimate of its expectation under the
     distribution sampled: delta method for the FVU ratio, sd/√n for KL, binomial for accuracy; 0 for
     the exact rows), mlp_train_loss float64, mlp_test_accuracy float64, ridge float64, n_samples int64
 
+``fvu`` is ours, Σ_o E(f_o − g_o)² / Σ_o Var f_o (the headline; it has a closed form under the
+mixture); ``fvu_flat`` is the paper authors' code's, Var(f − g) / Var(f) over the flattened [n, o]
+outputs (:func:`polyinterp.approx.metrics.fvu_flat_and_se`; never above ``fvu``), on the mixture samples
+and the test images. Their KL is ours (KL(softmax f ‖ softmax g) in nats, summed over classes, mean
+over samples), so it has no second row.
 ``mixture_exact`` rows are the FVU under the mixture computed without samples
 (:func:`polyinterp.approx.exact_fvu.exact_fvu`, n_samples 0); ``mixture`` rows are Monte Carlo on
 seeded mixture samples (FVU as a cross-check, KL and accuracy, which have no closed form).
@@ -26,7 +31,7 @@ import pandas as pd
 import torch
 
 from polyinterp.approx import Approximant
-from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, kl_and_se
+from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
 from polyinterp.approx.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
@@ -76,7 +81,8 @@ def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tens
     for name, approx in approximants.items():
         # each chunks itself (an Approximant builds its float32 Γ once)
         g = approx(x, quad_dtype=QUAD_DTYPE) if isinstance(approx, Approximant) else approx(x).to(f.dtype)
-        rows += [row(name, "fvu", fvu_and_se(f, g)), row(name, "kl", kl_and_se(f, g)),
+        rows += [row(name, "fvu", fvu_and_se(f, g)), row(name, "fvu_flat", fvu_flat_and_se(f, g)),
+                 row(name, "kl", kl_and_se(f, g)),
                  row(name, "accuracy", accuracy_and_se(g, labels))]
     return rows
 
