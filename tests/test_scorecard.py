@@ -89,6 +89,13 @@ def test_verdicts_on_tables_with_known_answers():
     assert v["SVD attack, β under mixture: MLP at chance by k = 10"] == "reproduced"
     assert t.loc["SVD attack, β under mixture: MLP and linear approximant in lockstep"].ours_mean == pytest.approx(0.08)
     assert v["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "reproduced"
+    # the paper's linear FVU at 2^16 (0.13) and 2^18 (0.20), each within 25 %
+    assert t.loc["linear FVU ≈ 0.13 at 2^16 steps"].ours_mean == pytest.approx(0.16 * 1.005)
+    assert v["linear FVU ≈ 0.13 at 2^16 steps"] == "reproduced"   # 0.1608: 0.031 from 0.13 ≤ 0.0325
+    assert t.loc["linear FVU ≈ 0.2 at 2^18 steps"].ours_mean == pytest.approx(0.165 * 1.005)
+    assert v["linear FVU ≈ 0.2 at 2^18 steps"] == "reproduced"
+    # no fvu_flat rows in these tables: no rows under the authors' definition
+    assert not [c for c in t.index if "authors' FVU" in c]
     # two seeds: mean, sd, min and max over them
     r = t.loc["final linear FVU 0.15–0.18"]
     vals = [0.165, 0.165 * 1.01]
@@ -111,7 +118,24 @@ def test_differs_and_not_comparable():
     short = short[short.step <= 16384]
     t = scorecard_table(short, _ablation([0.9] * 11, [0.1] * 11), _cubic(), accuracy_level=0.96).set_index("claim")
     assert t.verdict["quadratic FVU rises after 2^16 steps"] == "not comparable"
+    assert t.verdict["linear FVU ≈ 0.13 at 2^16 steps"] == t.verdict["linear FVU ≈ 0.2 at 2^18 steps"] == "not comparable"
     assert math.isnan(t.loc["quadratic FVU rises after 2^16 steps"].ours_mean)
+
+
+def test_the_early_claims_under_the_authors_definition_read_the_flat_fvu_on_test_images():
+    lin = [0.03, 0.1, 0.1, 0.1, 0.11, 0.12, 0.13, 0.15, 0.16, 0.16, 0.165]   # ours: no dip, far from 0.025
+    flat = [0.02, 0.03, 0.02, 0.01, 0.02, 0.04, 0.06, 0.08, 0.09, 0.09, 0.1]  # theirs: 0.03 at 16, a dip
+    kl = list(np.linspace(0.01, 1.0, len(STEPS)))
+    m = _metrics(lin, lin, kl, kl)
+    m = pd.concat([m, pd.DataFrame([dict(seed=seed, step=step, approximant="linear", distribution="test",
+                                         metric="fvu_flat", value=flat[i]) for seed in (0, 1)
+                                    for i, step in enumerate(STEPS)])], ignore_index=True)
+    t = scorecard_table(m, _ablation([0.9] * 11, [0.1] * 11), _cubic(), accuracy_level=0.96).set_index("claim")
+    assert t.verdict["linear FVU ≈ 0.025 early in training"] == "differs"
+    row = t.loc["linear FVU ≈ 0.025 early in training, the authors' FVU"]
+    assert row.ours_mean == pytest.approx(0.03) and row.verdict == "reproduced"
+    assert t.verdict["linear FVU dips early, KL does not"] == "differs"
+    assert t.verdict["linear FVU dips early, KL does not, the authors' FVU"] == "reproduced"
 
 
 @pytest.mark.e2e

@@ -155,6 +155,12 @@ def mnist_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: 
                          flat.loc[16].tolist(), lambda m: 0.0125 <= m <= 0.05))
     out.append(Claim("mnist", "final linear FVU 0.15–0.18", "0.15–0.18", "the range", "linear FVU at the last checkpoint",
                      f"step {last}, {dist}", lin.loc[last].tolist(), lambda m: 0.15 <= m <= 0.18))
+    for power, ref in ((16, 0.13), (18, 0.20)):  # the paper's figure, read at those checkpoints
+        step = 2 ** power
+        at = lin.loc[step].tolist() if step in lin.index else []
+        out.append(Claim("mnist", f"linear FVU ≈ {ref} at 2^{power} steps", f"{ref}", "± 25 %",
+                         f"linear FVU at step {step} within 25 % of {ref}", f"step {step}, {dist}", at,
+                         (lambda m, ref=ref: abs(m - ref) <= 0.25 * ref) if at else None))
     out.append(Claim("mnist", "linear → quadratic transition between 500 and 4000 steps", "500–4000 steps", "the range",
                      "geometric-midpoint step of the checkpoint interval where log linear FVU rises fastest per octave",
                      f"{dist}, all checkpoints", [_fastest_rise(lin[s]) for s in seeds], lambda m: 500 <= m <= 4000))
