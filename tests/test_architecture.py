@@ -81,3 +81,11 @@ def test_the_library_imports_no_study_and_nothing_of_the_package_but_errors():
             if isinstance(node, ast.Import):
                 assert not any(a.name.startswith(("snakemake", "polyinterp.mnist", "polyinterp.cubic"))
                                for a in node.names), path.name
+
+
+def test_the_step_table_names_each_rule_once():
+    """A dict literal keeps the last of two equal keys silently: the table's source has no repeated name."""
+    tree = ast.parse((PACKAGE / "steps.py").read_text())
+    (table,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "STEPS"]
+    names = [k.value for k in table.keys]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

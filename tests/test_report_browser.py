@@ -18,7 +18,7 @@ CATEGORIES = {
     "Cubic regressor": ["cubic_fit.png", "cubic_landmarks.png", "cubic_bands.png", "cubic_slopes.png", "cubic_clamp.png",
                         "cubic_joint_clamp.png", "cubic_thresholds.png", "cubic_layers.png", "cubic_training.png",
                         "cubic_capacity.png", "cubic_grid.png"],
-    "Tables": ["attack_strength.md", "fvu_by_degree.md"],
+    "Tables": ["attack_strength.md", "fvu_by_degree.md", "early_fvu.md"],
     "Scorecard": ["scorecard.md"],
     "Run": ["run_config.yaml"],
 }

@@ -32,8 +32,6 @@ from polyinterp.cpu_share import LOAD_ADAPTIVE_STEPS, governed
 from polyinterp.errors import PolyinterpError
 from polyinterp.steps import STEPS
 
-
-
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
 COMMANDS = {
     "publish": "polyinterp.publish:publish_step",  # a finished run → docs/results/<config>/

@@ -171,10 +171,13 @@ def test_flat_fvu_rows_equal_an_independent_computation(smoke_run):
                     assert row.value.iloc[0] == pytest.approx(np.var(f - g) / np.var(f), rel=1e-6), (step, name, fit)
                     checked += 1
     assert checked >= 5 * flat.step.nunique()
+    from polyinterp.mnist.early_fvu import COLUMNS as EARLY_COLUMNS
+
+    assert_schema(smoke_run / "results/mnist/mlp_relu/seed0/early_fvu.parquet", EARLY_COLUMNS)
     early = pd.read_parquet(smoke_run / "results/mnist/mlp_relu/seed0/early_fvu.parquet")
     head = early[(early.approximant == "linear") & (early.fit == "mixture_train") & (early.definition == "ours")]
     assert len(head) == 3
     for r in head.itertuples():
         m = ours[(ours.seed == 0) & (ours.step == r.step) & (ours.approximant == "linear") & (ours.fit == "mixture")]
         assert r.value == pytest.approx(m.value.iloc[0], rel=1e-9)
-    assert "Closest linear row to 0.025" in (smoke_run / "results/mnist/early_fvu.md").read_text()
+    assert "Closest candidate to 0.025" in (smoke_run / "results/mnist/early_fvu.md").read_text()

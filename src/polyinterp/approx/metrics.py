@@ -60,8 +60,8 @@ def fvu_flat_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[flo
 
     Against :func:`fvu`: the denominator adds the spread of the per-output means of f, and the numerator
     drops the part of the mean residual shared by all outputs, so this value is never above
-    :func:`fvu` on the same values (equal when every output has the same mean and the same mean
-    residual). The biased and unbiased variances give the same ratio."""
+    :func:`fvu` on the same values (equal when every output of f has the same mean and the residual's
+    grand mean is 0). The biased and unbiased variances give the same ratio."""
     f, g = _pair(f_values, g_values)
     r = f - g
     a = ((r - r.mean()) ** 2).sum(1)
