@@ -89,3 +89,39 @@ def test_the_step_table_names_each_rule_once():
     (table,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "STEPS"]
     names = [k.value for k in table.keys]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """polyinterp module → the polyinterp modules it imports anywhere (function-level imports included)."""
+    mods = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = path
+    graph = {m: set() for m in mods}
+    for m, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polyinterp"):
+                graph[m] |= {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if t in mods}
+            elif isinstance(node, ast.Import):
+                graph[m] |= {a.name for a in node.names if a.name in mods}
+    return graph
+
+
+def test_no_import_circle_lazy_imports_included():
+    graph = import_graph()
+    assert graph["polyinterp.scorecard.table"] >= {"polyinterp.scorecard.mnist", "polyinterp.scorecard.cubic"}
+    done, path = set(), []
+
+    def visit(m):
+        if m in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
+        if m in done:
+            return
+        path.append(m)
+        for dep in sorted(graph[m]):
+            visit(dep)
+        path.pop()
+        done.add(m)
+
+    for m in sorted(graph):
+        visit(m)

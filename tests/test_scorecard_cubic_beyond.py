@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyinterp.scorecard_cubic_beyond import beyond_claims
+from polyinterp.scorecard.cubic_beyond import beyond_claims
 
 
 def _rows(**tables):

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from polyinterp.scorecard import Claim
+from polyinterp.scorecard.claim import Claim
 from polyinterp.mnist.degree_summary import fvu_by_degree, fvu_by_degree_markdown
-from polyinterp.scorecard_degrees import degree_claims, rise_share
+from polyinterp.scorecard.degrees import degree_claims, rise_share
 
 STEPS = [0, 16, 32, 64, 128]
 

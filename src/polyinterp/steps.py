@@ -58,6 +58,6 @@ STEPS = {
     "cubic_fig_capacity": "polyinterp.figures.cubic_capacity:capacity_figure",
     "cubic_fig_grid": "polyinterp.figures.cubic_grid:grid_figure",
     # Both studies
-    "scorecard": "polyinterp.scorecard:scorecard_step",
+    "scorecard": "polyinterp.scorecard.table:scorecard_step",
     "run_config": "polyinterp.run_config:run_config_step",
 }

@@ -29,7 +29,7 @@ import re
 
 import pandas as pd
 
-from polyinterp.scorecard import Claim
+from polyinterp.scorecard.claim import Claim
 
 STUDY = "mnist+"
 OPEN = "open in the paper"

@@ -1,69 +1,19 @@
-"""The reproduction scorecard: every claim of the paper (arXiv 2502.01032) and of the cubic blog that
-the pipeline measures, with the reference value, ours (mean, sd, min, max over seeds, and where it
-was read), the tolerance and a verdict computed from the tables — never typed.
-
-Verdicts: ``reproduced`` (ours within the tolerance), ``differs`` (outside it), ``not comparable``
-(the run does not reach the setting of the claim, e.g. no checkpoint at 2^16 steps, or the SGD
-baseline is off), ``measured`` (a question the source leaves open: ours is the answer, with nothing
-to compare it with; the study ``cubic+`` rows of :mod:`polyinterp.scorecard_cubic_beyond`), ``yes`` /
-``no`` (an open yes-or-no question, answered by the criterion in its row; the study ``mnist+`` rows of
-:mod:`polyinterp.scorecard_degrees` and the early-gap row of :func:`early_fvu_claims`). Each claim's criterion is stated in its row.
-
-With several MNIST networks (``mnist.models``) every MNIST claim is read for each model; the
-``model`` column names it (``—`` for the cubic study). Rows ``fit`` compare the approximants fitted
-under the moment-matched single Gaussian with the mixture's (where ``mnist.approx.fits`` has both).
-
-Table schema (``results/scorecard.parquet``): study, model, claim, reference, tolerance, criterion, where
-(str); ours_mean, ours_sd, ours_min, ours_max (float64; sd NaN for one seed); n_seeds (int64);
-verdict (str).
-"""
+"""The MNIST study's claims (the paper, arXiv 2502.01032): the fidelity curves over training, the SVD
+attack at the paper's accuracy level, the early-gap row, the single-Gaussian comparison, and per
+network (:func:`model_claims`) the higher-degree rows of :mod:`polyinterp.scorecard.degrees`."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from polyinterp.io import atomic_path, load_parquet, save_parquet
 from polyinterp.mnist.attack_bases import basis_model_name, present_bases
 from polyinterp.mnist.attack_steps import accuracy_level_step
 from polyinterp.mnist.early_fvu import PAPER_EARLY_LINEAR_FVU, candidate_causes, closeness
-
-COLUMNS = {"study": "string", "model": "string", "claim": "string", "reference": "string", "tolerance": "string",
-           "criterion": "string", "where": "string", "ours_mean": "float64", "ours_sd": "float64",
-           "ours_min": "float64", "ours_max": "float64", "n_seeds": "int64", "verdict": "string"}
-
-
-@dataclass
-class Claim:
-    study: str
-    claim: str
-    reference: str
-    tolerance: str
-    criterion: str
-    where: str
-    values: list[float]  # one per seed (empty: not measurable in this run)
-    ok: object  # callable(mean) -> bool; None when not comparable; "measured" for an open question;
-    #             ("answer", callable(mean) -> bool) for an open yes-or-no question (verdict yes / no)
-    model: str = "—"  # the MNIST network the claim was read on (mnist.models)
-
-    def row(self) -> dict:
-        v = np.asarray([x for x in self.values if x is not None and math.isfinite(x)], dtype=float)
-        stats = dict(ours_mean=float(v.mean()) if len(v) else math.nan,
-                     ours_sd=float(v.std(ddof=1)) if len(v) > 1 else math.nan,
-                     ours_min=float(v.min()) if len(v) else math.nan, ours_max=float(v.max()) if len(v) else math.nan)
-        if self.ok is None or not len(v):
-            verdict = "not comparable"
-        elif isinstance(self.ok, str) and self.ok == "measured":
-            verdict = "measured"
-        elif isinstance(self.ok, tuple) and self.ok[0] == "answer":
-            verdict = "yes" if self.ok[1](stats["ours_mean"]) else "no"
-        else:
-            verdict = "reproduced" if self.ok(stats["ours_mean"]) else "differs"
-        return dict(study=self.study, model=self.model, claim=self.claim, reference=self.reference, tolerance=self.tolerance,
-                    criterion=self.criterion, where=self.where, **stats, n_seeds=int(len(v)), verdict=verdict)
+from polyinterp.scorecard.claim import Claim
+from polyinterp.scorecard.degrees import degree_claims
 
 
 def _curve(metrics: pd.DataFrame, approximant: str, distribution: str, metric: str) -> pd.DataFrame:
@@ -199,23 +149,6 @@ def mnist_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: 
     return out
 
 
-def cubic_claims(summary: pd.DataFrame) -> list[Claim]:
-    s = summary.sort_values("seed")
-    return [
-        Claim("cubic", "regressor rel-MSE ≤ 1e-4", "≤ 1e-4", "—", "validation MSE / Var(y)", "final model",
-              s.rel_mse_val.tolist(), lambda m: m <= 1e-4),
-        Claim("cubic", "SAE R² ≥ 0.995", "≥ 0.995", "—", "held-out R² of the TopK SAE (64 latents, k = 4)",
-              "held-out activations", s.sae_r2_heldout.tolist(), lambda m: m >= 0.995),
-        Claim("cubic", "SAE L0 = 4", "4", "± 0.05", "mean number of active latents (held-out)", "held-out activations",
-              s.sae_l0.tolist(), lambda m: abs(m - 4) <= 0.05),
-        Claim("cubic", "band latents exist", "≥ 1", "—", "number of latents passing the band criteria",
-              "band detection", s.n_band_latents.astype(float).tolist(), lambda m: m >= 1),
-        Claim("cubic", "median band slope c ≈ 0.3", "0.3 (Cardano: 1/3)", "± 0.1",
-              "per-seed median best c over band latents (mean, spread across seeds)", "slope search",
-              s.median_c.tolist(), lambda m: abs(m - 0.3) <= 0.1),
-    ]
-
-
 def fit_claims(metrics: pd.DataFrame) -> list[Claim]:
     """What one Gaussian loses against the mixture: at the last checkpoint, the exact mixture FVU of the
     linear and quadratic approximants fitted under the moment-matched Gaussian (fit ``gaussian``)
@@ -263,92 +196,6 @@ def model_claims(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: 
                  early: pd.DataFrame | None = None) -> list[Claim]:
     """The MNIST claims of one network: the paper's (fits under the mixture), the early-gap row (from
     ``early``, rule ``mnist_early_fvu``'s tables), the higher degrees and the single-Gaussian comparison."""
-    from polyinterp.scorecard_degrees import degree_claims
-
     mixture_fits = metrics[metrics.fit != "gaussian"] if "fit" in metrics else metrics
     return (mnist_claims(mixture_fits, ablation, accuracy_level) + early_fvu_claims(early) + degree_claims(mixture_fits)
             + (fit_claims(metrics) if "fit" in metrics else []))
-
-
-def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
-                    accuracy_level: float, beyond: dict[str, pd.DataFrame | None] | None = None,
-                    early: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every claim's row (schema: module docstring): for each MNIST model (in table order) the claims
-    of :func:`model_claims` — the attack claims at the first checkpoint whose clean test accuracy
-    reaches ``accuracy_level`` (config ``mnist.ablation.accuracy_level``), the early-gap row of
-    :func:`early_fvu_claims` (from ``early``, rule ``mnist_early_fvu``'s tables), the higher-degree rows
-    of :func:`polyinterp.scorecard_degrees.degree_claims` (where the metrics have the PC fits), the
-    single-Gaussian rows of :func:`fit_claims` —; then the cubic study's and the rows of
-    :func:`polyinterp.scorecard_cubic_beyond.beyond_claims` for the ``beyond`` tables."""
-    from polyinterp.scorecard_cubic_beyond import beyond_claims
-
-    claims = []
-    models = list(metrics.model.unique()) if "model" in metrics else [None]
-    for model in models:
-        m = metrics if model is None else metrics[metrics.model == model]
-        a = ablation if model is None or "model" not in ablation else ablation[ablation.model == model]
-        e = early if model is None or early is None else early[early.model == model]
-        for c in model_claims(m, a, accuracy_level, e):
-            c.model = model or "—"
-            claims.append(c)
-    claims += cubic_claims(cubic) + beyond_claims(**(beyond or {}))
-    rows = [c.row() for c in claims]
-    return pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS)
-
-
-def _fmt(v: float) -> str:
-    if not math.isfinite(v):
-        return "—"
-    return f"{v:.4g}"
-
-
-def scorecard_markdown(table: pd.DataFrame, title: str) -> str:
-    """The table as Markdown; the model column only when the run has several MNIST models."""
-    several = table.model[table.model != "—"].nunique() > 1
-    head = "| study | " + ("model | " if several else "")
-    lines = [f"# {title}", "",
-             head + "claim | reference | tolerance | ours (mean ± sd [min, max], n seeds) | where | verdict |",
-             "|---" * (7 + several) + "|"]
-    for r in table.itertuples():
-        sd = f" ± {_fmt(r.ours_sd)}" if math.isfinite(r.ours_sd) else ""
-        rng = f" [{_fmt(r.ours_min)}, {_fmt(r.ours_max)}]" if r.n_seeds > 1 else ""
-        ours = f"{_fmt(r.ours_mean)}{sd}{rng}, n = {r.n_seeds}" if r.n_seeds else "—"
-        model = f"{r.model} | " if several else ""
-        lines.append(f"| {r.study} | {model}{r.claim} | {r.reference} | {r.tolerance} | {ours} | {r.where} | **{r.verdict}** |")
-    lines += ["", "Criteria:", ""]
-    lines += [f"- {r.claim}: {r.criterion}." for r in table.drop_duplicates("claim").itertuples()]
-    return "\n".join(lines) + "\n"
-
-
-BEYOND_TABLES = ("joint_clamp", "layers", "training", "capacity", "grid", "thresholds")
-
-
-def _read_tables(paths) -> pd.DataFrame | None:
-    """The tables at ``paths`` (one path or a list, e.g. one per seed) stacked; None for none."""
-    paths = [paths] if isinstance(paths, str) else list(paths or [])
-    return pd.concat([load_parquet(p) for p in paths], ignore_index=True) if paths else None
-
-
-def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: str, markdown: str, params: dict,
-                   joint_clamp: list[str] = (), layers: list[str] = (),
-                   training: list[str] = (), capacity: list[str] = (),
-                   grid: list[str] = (), thresholds: list[str] = (), early: list[str] = ()) -> None:
-    """Rule ``scorecard``: the claims table from the MNIST ``metrics`` and ``ablation`` tables (one per
-    model, or one path) and the
-    cubic ``summary``, as Parquet (``scorecard``) and Markdown (``markdown``, titled with the seeds
-    and the last checkpoint the tables hold); the attack claims are read at the checkpoint chosen by
-    ``params['accuracy_level']``. The optional tables of the cubic study beyond the blog
-    (``joint_clamp`` fits and band ``thresholds`` one per seed; ``layers``, ``training``,
-    ``capacity``, ``grid`` summaries) add the ``cubic+`` rows; one the run does not build is left out.
-    ``early``: rule ``mnist_early_fvu``'s tables (one per model and seed), for the early-gap row."""
-    m = load_parquet(metrics)
-    given = dict(joint_clamp=joint_clamp, layers=layers, training=training, capacity=capacity, grid=grid,
-                 thresholds=thresholds)
-    table = scorecard_table(m, _read_tables(ablation), load_parquet(cubic),
-                            accuracy_level=float(params["accuracy_level"]),
-                            beyond={k: _read_tables(v) for k, v in given.items()}, early=_read_tables(early))
-    save_parquet(table, scorecard)
-    seeds = ", ".join(str(s) for s in sorted(m.seed.unique()))
-    with atomic_path(markdown) as tmp:
-        tmp.write_text(scorecard_markdown(table, f"Reproduction scorecard (seeds {seeds}; checkpoints to step "
-                                                 f"{int(m.step.max())})"))

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from polyinterp.scorecard import Claim
+from polyinterp.scorecard.claim import Claim
 
 STUDY = "cubic+"
 OPEN = "open in the blog"
