@@ -54,8 +54,8 @@ from pathlib import Path
 
 import torch
 
-from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS
-from polyinterp.approx.solver_plan import BASIS_METHODS, COARSE_RANK, COARSE_RITZ, LOGDET_SWEEPS
+from polyinterp.approx.solvers.logdet_newton import NEWTON_ITERATIONS
+from polyinterp.approx.solvers.solver_plan import BASIS_METHODS, COARSE_RANK, COARSE_RITZ, LOGDET_SWEEPS
 
 DEFAULT_MIXTURE = Path("results/mnist/mixture.pt")
 
@@ -104,7 +104,7 @@ def load_mixture(path: Path | None, ridge: float | None = None):
 
 def gram_product_seconds(mix, device: str, repeats: int = 2) -> float:
     """Seconds of one float64 Gram-operator product (o = 10 outputs, whitened mixture), best of ``repeats``."""
-    from polyinterp.approx.gram_operator import GramOperator
+    from polyinterp.approx.solvers.gram_operator import GramOperator
 
     op = GramOperator(mix)
     g = torch.Generator(device=device).manual_seed(5)
@@ -131,7 +131,7 @@ def _peak_mb(device: str) -> float:
 def run_one(cfg: dict) -> dict:
     """One (device, h, K, method) measurement, in this process."""
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
-    from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
+    from polyinterp.approx.fits.hermite_ridge import gaussian_polynomial_approximant
 
     from polyinterp.cpu_share import governed
 
@@ -149,8 +149,8 @@ def run_one(cfg: dict) -> dict:
 
 def _run_one(cfg: dict) -> list[dict]:
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
-    from polyinterp.approx import quadratic_mixture
-    from polyinterp.approx.hermite_ridge import gaussian_polynomial_approximant
+    from polyinterp.approx.fits import quadratic_mixture
+    from polyinterp.approx.fits.hermite_ridge import gaussian_polynomial_approximant
 
     if cfg.get("replace_factor"):  # this subprocess only
         for dt in list(quadratic_mixture.REPLACE_FACTOR):
@@ -199,7 +199,7 @@ def _run_one(cfg: dict) -> list[dict]:
             raise SystemExit(f"{method} is the polynomial under one Gaussian; use --K 1")
         res = gaussian_polynomial_approximant(mlp, mix.means[0], mix.covs[0], degree=_gaussian_degree(method))
     elif _pc_components(method) is not None:
-        from polyinterp.approx.cubic_mixture import reduced_polynomial_approximants
+        from polyinterp.approx.fits.cubic_mixture import reduced_polynomial_approximants
 
         # as rule mnist_degree_approximants: the PC quadratic and cubic together (shared right-hand side)
         fits = reduced_polynomial_approximants(mlp, mix, components=_pc_components(method), degrees=(2, 3),
@@ -283,7 +283,7 @@ def _record(out: dict, res, t0: float, device: str) -> None:
 
 
 def main(argv=None):
-    from polyinterp.approx.quadratic_mixture import INNER_DTYPES
+    from polyinterp.approx.fits.quadratic_mixture import INNER_DTYPES
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 512])

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src")); sys.path.i
 from approximants import load_mixture
 from pathlib import Path
 from polyinterp.approx import MLP, GaussianMixture, SolverPlan
-from polyinterp.approx.quadratic_mixture import quadratic_mixture
-from polyinterp.approx.mixture_preconditioner import second_moments
+from polyinterp.approx.fits.quadratic_mixture import quadratic_mixture
+from polyinterp.approx.solvers.mixture_preconditioner import second_moments
 import argparse
 ap = argparse.ArgumentParser()
 ap.add_argument("--ridge", type=float, default=1e-4)
@@ -63,10 +63,10 @@ for c in [int(x) for x in a.per_class.split(",") if x]:
     print(f"per-class {c}: its {fi['iterations']} res {fi['residual']:.2e} s {time.time()-t:.1f} deflated {fi['deflated']}", flush=True)
 
 if a.mode == "ritz":
-    from polyinterp.approx.coarse_space import ritz_subspace
-    from polyinterp.approx.deflation import lanczos
-    from polyinterp.approx.form_operator import FormGramOperator
-    from polyinterp.approx.mixture_preconditioner import MixturePreconditioner
+    from polyinterp.approx.solvers.coarse_space import ritz_subspace
+    from polyinterp.approx.solvers.deflation import lanczos
+    from polyinterp.approx.solvers.form_operator import FormGramOperator
+    from polyinterp.approx.solvers.mixture_preconditioner import MixturePreconditioner
     op = FormGramOperator(wmix, Q, product_dtype=torch.float32 if a.f32 else None)
     pc = MixturePreconditioner(wmix, Q, dtype=None).in_basis()
     n = Q.shape[0]

@@ -6,7 +6,7 @@
 ``authors``: the authors' procedure (paper.yaml: torch SGD lr 1.8e-2 in ScheduleFreeWrapper, momentum
 0.9, 200 steps of 2^10 mixture samples); ``adamw2000``: the config's earlier baseline (2000
 AdamW-ScheduleFree steps of 2^10 at lr 1e-3). Prints one JSON line: the fit's seconds, its steps and
-its exact FVU under the mixture (polyinterp.approx.exact_fvu), so that the time a recipe saves is
+its exact FVU under the mixture (polyinterp.approx.evaluate.exact_fvu), so that the time a recipe saves is
 read beside what it fits. Time the whole process from outside to include start-up.
 """
 
@@ -19,7 +19,7 @@ import time
 import torch
 
 from polyinterp.approx import quadratic_approximant
-from polyinterp.approx.exact_fvu import exact_fvu
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
 from polyinterp.io import load_torch
 from polyinterp.mnist.approximants import load_gaussian_mixture
 from polyinterp.mnist.model import load_network, polynomial_network

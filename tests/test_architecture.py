@@ -46,34 +46,40 @@ def layer_table() -> dict[str, list[str]]:
     return {layer: [m.strip() for m in mods.split(",")] for layer, mods in rows if layer != "layer"}
 
 
-def test_the_layer_table_lists_exactly_the_approx_modules():
-    listed = [m for mods in layer_table().values() for m in mods]
-    actual = {p.stem for p in (PACKAGE / "approx").glob("*.py") if p.stem != "__init__"}
-    assert len(listed) == len(set(listed)), "a module in two layers"
-    assert set(listed) == actual, (set(listed) ^ actual)
+def test_the_layer_table_lists_exactly_each_layers_modules():
+    table = layer_table()
+    assert list(table) == ["core", "moments", "solvers", "fits", "evaluate"]
+    assert not [p.name for p in (PACKAGE / "approx").glob("*.py") if p.stem != "__init__"], "a module outside the layers"
+    for layer, listed in table.items():
+        actual = {p.stem for p in (PACKAGE / "approx" / layer).glob("*.py") if p.stem != "__init__"}
+        assert set(listed) == actual, (layer, set(listed) ^ actual)
 
 
-def approx_imports(module: str, top_level_only: bool) -> set[str]:
-    tree = ast.parse((PACKAGE / "approx" / f"{module}.py").read_text())
+def approx_imports(path: Path, top_level_only: bool) -> set[tuple[str, str]]:
+    """(layer, module) of every polyinterp.approx.<layer>.<module> that ``path`` imports."""
+    tree = ast.parse(path.read_text())
     nodes = tree.body if top_level_only else list(ast.walk(tree))
     out = set()
     for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polyinterp.approx."):
-            out.add(node.module.split(".")[2])
+            parts = node.module.split(".")
+            assert len(parts) == 4, (path.name, node.module)  # a layer's module, never a layer's package
+            out.add((parts[2], parts[3]))
     return out
 
 
-def test_each_layer_imports_only_from_the_layers_above_but_the_stated_exception():
-    table = layer_table()
-    rank = {m: i for i, mods in enumerate(table.values()) for m in mods}
-    upward = {(m, dep) for m in rank for dep in approx_imports(m, top_level_only=False) if rank[dep] > rank[m]}
-    # the page: hermite_ridge and cubic_mixture (fits) import exact_fvu (evaluation), inside a function
-    assert upward == {("hermite_ridge", "exact_fvu"), ("cubic_mixture", "exact_fvu")}, upward
-    assert not {(m, d) for m, d in upward if d in approx_imports(m, top_level_only=True)}
+def test_each_layer_imports_only_from_itself_and_the_layers_above_at_module_level():
+    order = list(layer_table())
+    for layer in order:
+        for path in (PACKAGE / "approx" / layer).glob("*.py"):
+            anywhere = approx_imports(path, top_level_only=False)
+            assert anywhere == approx_imports(path, top_level_only=True), (path, "an import inside a function")
+            upward = {(lay, mod) for lay, mod in anywhere if order.index(lay) > order.index(layer)}
+            assert not upward, (path, upward)
 
 
 def test_the_library_imports_no_study_and_nothing_of_the_package_but_errors():
-    for path in (PACKAGE / "approx").glob("*.py"):
+    for path in (PACKAGE / "approx").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("polyinterp"):
                 assert node.module.startswith("polyinterp.approx") or node.module == "polyinterp.errors", \

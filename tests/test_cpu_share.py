@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from polyinterp.approx.iteration_hooks import between_iterations
+from polyinterp.approx.core.iteration_hooks import between_iterations
 from polyinterp.cpu_share import ENV_ENABLE, CoreGovernor, governed, read_busy_seconds, threads_for
 
 STAT = """cpu  900 0 300 5000 100 0 0 0 0 0
@@ -91,7 +91,7 @@ def test_governor_holds_the_allotted_threads_while_told_to():
 def test_hooks_run_only_on_the_thread_that_installed_them():
     import threading
 
-    from polyinterp.approx.iteration_hooks import installed
+    from polyinterp.approx.core.iteration_hooks import installed
 
     seen = []
     with installed(lambda: seen.append(threading.get_ident())):

@@ -7,7 +7,7 @@ a 2-thread job on a 2-core machine with one other busy process runs 5-10x slower
 of this process's affinity set *other* processes kept busy since its last look (this process's own
 CPU time, spinning OpenMP threads included, is subtracted), and sets torch's intra-op thread count
 to the cores left, between 1 and the job's allotted threads. It looks when a step starts (after a
-short sample) and again between solver iterations (:mod:`polyinterp.approx.iteration_hooks`),
+short sample) and again between solver iterations (:mod:`polyinterp.approx.core.iteration_hooks`),
 no more often than every ``min_interval`` seconds.
 
 Where ``/proc/stat`` cannot be read (not Linux) the governor leaves the thread count alone.
@@ -178,7 +178,7 @@ def governed(max_threads: int, sample_seconds: float = 0.1) -> Iterator[CoreGove
     ``sample_seconds`` look at the machine, then again between solver iterations. Yields None (and
     changes nothing) for one thread, where ``/proc/stat`` is unreadable, or unless
     ``POLYINTERP_ADAPTIVE_THREADS=1`` (the governor is opt-in)."""
-    from polyinterp.approx.iteration_hooks import installed
+    from polyinterp.approx.core.iteration_hooks import installed
 
     if max_threads < 2 or os.environ.get(ENV_ENABLE, "") != "1":
         yield None

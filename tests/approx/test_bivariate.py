@@ -11,7 +11,7 @@ import pytest
 import torch
 from scipy import integrate
 
-from polyinterp.approx.bivariate import bvn_upper, product_moment, relu_product_moment
+from polyinterp.approx.moments.bivariate import bvn_upper, product_moment, relu_product_moment
 
 DT = torch.float64
 mp.mp.dps = 30

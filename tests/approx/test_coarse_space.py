@@ -1,4 +1,4 @@
-"""The coarse space of subspace forms W S Wᵀ (``approx/coarse_space.py``) against brute force: the
+"""The coarse space of subspace forms W S Wᵀ (``approx/solvers/coarse_space.py``) against brute force: the
 Gram operator applied to every coarse basis form one by one, exact orthogonality after ``correct`` and
 A-orthogonality after ``project``, a hand-built case for the Ritz subspace, and block PCG with the
 coarse space against the direct solve."""
@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture, SolverPlan
-from polyinterp.approx.block_pcg import block_pcg
-from polyinterp.approx.coarse_space import SubspaceDeflation, ritz_subspace
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.form_operator import FormGramOperator
-from polyinterp.approx.gram_operator import sym
+from polyinterp.approx.solvers.block_pcg import block_pcg
+from polyinterp.approx.solvers.coarse_space import SubspaceDeflation, ritz_subspace
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.solvers.form_operator import FormGramOperator
+from polyinterp.approx.solvers.gram_operator import sym
 
 DT = torch.float64
 

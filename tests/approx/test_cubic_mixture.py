@@ -1,4 +1,4 @@
-"""The reduced (principal-component) polynomial under a mixture (approx/cubic_mixture.py) against
+"""The reduced (principal-component) polynomial under a mixture (approx/fits/cubic_mixture.py) against
 independent routes:
 
 * explicitly assembled normal equations in the *monomials* of u, with the Gram E[u^α u^β] (moments
@@ -28,11 +28,11 @@ import torch
 from polyinterp.approx import (GLU, GaussianMixture, ReducedPolynomialApproximant,
                                gaussian_polynomial_approximant, linear_approximant, principal_components,
                                quadratic_approximant, reduced_polynomial_approximant, reduced_polynomial_approximants)
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.exact_fvu import exact_fvu
-from polyinterp.approx.hermite_gram import HermiteGram
-from polyinterp.approx.hermite_rhs import rhs_mixture
-from polyinterp.approx.polynomial_basis import PolynomialBasis
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
+from polyinterp.approx.moments.hermite_gram import HermiteGram
+from polyinterp.approx.moments.hermite_rhs import rhs_mixture
+from polyinterp.approx.moments.polynomial_basis import PolynomialBasis
 from reference_quadrature import split_normal_nodes as _nodes
 from random_problems import random_model as _model
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from polyinterp.approx import SolverPlan, quadratic_approximant
-from polyinterp.approx.block_pcg import block_pcg
-from polyinterp.approx.deflation import Deflation, LanczosRun, outlier_eigenvectors
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.gram_operator import GramOperator, block_inner, inner, sym
-from polyinterp.approx.form_operator import theta_to_form
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner
+from polyinterp.approx.solvers.block_pcg import block_pcg
+from polyinterp.approx.solvers.deflation import Deflation, LanczosRun, outlier_eigenvectors
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.solvers.gram_operator import GramOperator, block_inner, inner, sym
+from polyinterp.approx.solvers.form_operator import theta_to_form
+from polyinterp.approx.solvers.mixture_preconditioner import MixturePreconditioner
 
 from dense_operators import combine, operator_matrix, theta_basis
 

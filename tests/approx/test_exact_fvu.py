@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from polyinterp.approx import Approximant, linear_approximant, quadratic_approximant
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.exact_fvu import exact_fvu, output_moments
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
+from polyinterp.approx.moments.output_moments import output_moments
 
 DT = torch.float64
 

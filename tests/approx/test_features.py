@@ -1,4 +1,4 @@
-"""Feature images under the data (polyinterp.approx.features): whitened quadratic features drawn back
+"""Feature images under the data (polyinterp.approx.evaluate.features): whitened quadratic features drawn back
 as patterns, linear patterns Σβ, variance shares. Compared with independent routes: the generalised
 eigenproblem ΣΓ p = λ p, Monte-Carlo variances and regressions, and planted features."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from polyinterp.approx import MLP, quadratic_gaussian
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.features import (direction_variance_share, feature_summary, linear_pattern, psd_sqrt,
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.evaluate.features import (direction_variance_share, feature_summary, linear_pattern, psd_sqrt,
                                         top_eigenpair, whitened_quadratic_features)
 
 DT = torch.float64

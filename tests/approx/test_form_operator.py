@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyinterp.approx.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
-from polyinterp.approx.gram_operator import GramOperator
-from polyinterp.approx.joint_diagonal import joint_diagonalize
-from polyinterp.approx.mixture import GaussianMixture
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, second_moments, to_form
-from polyinterp.approx.whitening import whiten_mixture, whitening
+from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
+from polyinterp.approx.solvers.gram_operator import GramOperator
+from polyinterp.approx.solvers.joint_diagonal import joint_diagonalize
+from polyinterp.approx.core.mixture import GaussianMixture
+from polyinterp.approx.solvers.mixture_preconditioner import MixturePreconditioner, second_moments, to_form
+from polyinterp.approx.solvers.whitening import whiten_mixture, whitening
 
 DT = torch.float64
 
@@ -88,7 +88,7 @@ def test_the_preconditioner_in_its_basis_is_the_preconditioner_rotated():
 def test_the_preconditioner_from_rotated_moments_is_the_rotated_preconditioner():
     """BasisPreconditioner.from_moments (what the solver builds: no n³ product) maps every form as
     MixturePreconditioner(r) rotated into the basis does (a residual built in coefficient space)."""
-    from polyinterp.approx.mixture_preconditioner import BasisPreconditioner
+    from polyinterp.approx.solvers.mixture_preconditioner import BasisPreconditioner
 
     mix = _whitened(6, 3, seed=11)
     Q = _basis(mix)
@@ -108,7 +108,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 def test_sandwich_sum_on_blocks_equals_the_direct_sum(p, device):
     """Σ_k c_k M_k X M_k from the upper blocks and their mirror images equals the two full products per
     component (one block at p = 32, several above; the last block shorter at p = 200, 800), on each device."""
-    from polyinterp.approx.form_operator import BLOCKS, PAD, _block_starts, sandwich_sum
+    from polyinterp.approx.solvers.form_operator import BLOCKS, PAD, _block_starts, sandwich_sum
 
     g = torch.Generator().manual_seed(p)
     K, o = 3, 2

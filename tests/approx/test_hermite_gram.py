@@ -1,4 +1,4 @@
-"""The Gram operator of the normalised Hermite basis under a mixture (approx/hermite_gram.py) against
+"""The Gram operator of the normalised Hermite basis under a mixture (approx/moments/hermite_gram.py) against
 tensor Gauss–Hermite quadrature (exact for polynomials of the degree used), for several degrees."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx.hermite_gram import (HermiteGram, apply_all_slots, gram_diagonal, hermite_means)
-from polyinterp.approx.polynomial_basis import PolynomialBasis
+from polyinterp.approx.moments.hermite_gram import (HermiteGram, apply_all_slots, gram_diagonal, hermite_means)
+from polyinterp.approx.moments.polynomial_basis import PolynomialBasis
 
 DT = torch.float64
 

@@ -1,4 +1,4 @@
-"""E_k[f(x) He_j(u)] by tilting and Stein (approx/hermite_rhs.py) against tensor Gauss–Hermite
+"""E_k[f(x) He_j(u)] by tilting and Stein (approx/moments/hermite_rhs.py) against tensor Gauss–Hermite
 quadrature over x (smooth activations, where that quadrature converges fast), and the special case
 E[φ(y) He_α(z)] = E[φ^{(|α|)}(y)] c^α for u = z ~ N(0, I)."""
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from polyinterp.approx import MLP
-from polyinterp.approx.hermite_rhs import rhs_component
-from polyinterp.approx.polynomial_basis import PolynomialBasis
-from polyinterp.approx.univariate import derivative_expectations
+from polyinterp.approx.moments.hermite_rhs import rhs_component
+from polyinterp.approx.moments.polynomial_basis import PolynomialBasis
+from polyinterp.approx.moments.univariate import derivative_expectations
 from random_problems import random_model as _model
 
 DT = torch.float64

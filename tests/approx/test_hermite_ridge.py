@@ -1,4 +1,4 @@
-"""The degree-n Gaussian polynomial in factored Hermite form (approx/hermite_ridge.py) against
+"""The degree-n Gaussian polynomial in factored Hermite form (approx/fits/hermite_ridge.py) against
 independent routes: today's exact linear and quadratic (n ≤ 2), brute-force least squares on explicit
 monomial features with the exact Gram by Isserlis and the exact right-hand side by one-dimensional
 quadrature (n = 3, 4), least squares on 10⁶ samples, and the Monte-Carlo FVU.
@@ -19,9 +19,10 @@ import pytest
 import torch
 
 from polyinterp.approx import GLU, MLP, GaussianMixture, linear_approximant, quadratic_gaussian
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.exact_fvu import exact_fvu, output_moments
-from polyinterp.approx.hermite_ridge import HermiteRidgeApproximant, gaussian_polynomial_approximant
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
+from polyinterp.approx.moments.output_moments import output_moments
+from polyinterp.approx.fits.hermite_ridge import HermiteRidgeApproximant, gaussian_polynomial_approximant
 from reference_quadrature import split_normal_nodes as _nodes
 
 DT = torch.float64

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture, linear_approximant, solve_covariance
-from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.core.errors import ApproxInputError
 
 DT = torch.float64
 CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "silu")]

@@ -1,4 +1,4 @@
-"""The all-pairs quasi-Newton joint diagonaliser of the log-det criterion (approx/logdet_newton.py):
+"""The all-pairs quasi-Newton joint diagonaliser of the log-det criterion (approx/solvers/logdet_newton.py):
 against matrices with a known joint diagonaliser, the criterion recomputed independently
 (joint_diagonal.logdet_divergence), and finite differences of the criterion at its result."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.joint_diagonal import logdet_divergence
-from polyinterp.approx.logdet_newton import combination_eigenbasis, logdet_newton
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.solvers.joint_diagonal import logdet_divergence
+from polyinterp.approx.solvers.logdet_newton import combination_eigenbasis, logdet_newton
 
 DT = torch.float64
 

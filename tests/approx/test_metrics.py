@@ -8,8 +8,8 @@ import torch
 
 from polyinterp.approx import (expected_inner, expected_sq_norm, fidelity, fvu, kl_divergence, linear_approximant,
                                quadratic_approximant)
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.evaluate.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
 
 DT = torch.float64
 

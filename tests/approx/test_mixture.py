@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture
-from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.errors import PolyinterpError
 
 DT = torch.float64

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from polyinterp.approx import GLU, MLP, Approximant
-from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.core.errors import ApproxInputError
 
 DT = torch.float64
 

@@ -1,4 +1,4 @@
-"""The normalised Hermite basis (approx/polynomial_basis.py): size and order, orthonormality under
+"""The normalised Hermite basis (approx/moments/polynomial_basis.py): size and order, orthonormality under
 N(0, I) by tensor Gauss–Hermite quadrature (exact for polynomials), pack/unpack adjointness, and
 the monomial tensors against the features."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.polynomial_basis import PolynomialBasis, basis_size, monomial_tensors, symmetrize
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.moments.polynomial_basis import PolynomialBasis, basis_size, monomial_tensors, symmetrize
 
 DT = torch.float64
 

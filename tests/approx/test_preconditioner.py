@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture, SolverPlan, quadratic_approximant
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.joint_diagonal import joint_diagonalize, logdet_divergence, off_diagonal_mass
-from polyinterp.approx.mixture_preconditioner import MixturePreconditioner, from_form, second_moments, to_form
-from polyinterp.approx.gram_operator import GramOperator
-from polyinterp.approx.quadratic_mixture import standard_gaussian_inverse
-from polyinterp.approx.whitening import whiten_mixture, whitening
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.solvers.joint_diagonal import joint_diagonalize, logdet_divergence, off_diagonal_mass
+from polyinterp.approx.solvers.mixture_preconditioner import MixturePreconditioner, from_form, second_moments, to_form
+from polyinterp.approx.solvers.gram_operator import GramOperator
+from polyinterp.approx.fits.quadratic_mixture import standard_gaussian_inverse
+from polyinterp.approx.solvers.whitening import whiten_mixture, whitening
 
 from dense_operators import operator_matrix, theta_basis
 

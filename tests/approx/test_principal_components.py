@@ -1,4 +1,4 @@
-"""Whitened principal components of a mixture (approx/principal_components.py)."""
+"""Whitened principal components of a mixture (approx/core/principal_components.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture, principal_components
-from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.core.errors import ApproxInputError
 
 DT = torch.float64
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from polyinterp.approx import GaussianMixture, quadratic_approximant, quadratic_gaussian
-from polyinterp.approx.errors import ApproxInputError
-from polyinterp.approx.block_pcg import block_pcg
-from polyinterp.approx.gram_operator import GramOperator
-from polyinterp.approx.quadratic_mixture import rhs_mixture, standard_gaussian_inverse
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.solvers.block_pcg import block_pcg
+from polyinterp.approx.solvers.gram_operator import GramOperator
+from polyinterp.approx.fits.quadratic_mixture import rhs_mixture, standard_gaussian_inverse
 
 DT = torch.float64
 CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "gelu")]

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from polyinterp.approx import MLP, GaussianMixture, SolverPlan, quadratic_approximant
-from polyinterp.approx.gram_operator import GramOperator
-from polyinterp.approx.iteration_hooks import between_iterations, installed
-from polyinterp.approx.quadratic_mixture import rhs_mixture
+from polyinterp.approx.solvers.gram_operator import GramOperator
+from polyinterp.approx.core.iteration_hooks import between_iterations, installed
+from polyinterp.approx.fits.quadratic_mixture import rhs_mixture
 
 DT = torch.float64
 RIDGES = (1e-2, 1e-3, 1e-4)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import integrate, special
 
 from polyinterp.approx import derivative_expectations, gaussian_moments, hermite_moments
-from polyinterp.approx.errors import ApproxInputError
+from polyinterp.approx.core.errors import ApproxInputError
 
 DT = torch.float64
 pytestmark = pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")

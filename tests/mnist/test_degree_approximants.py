@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from polyinterp.approx import MLP, quadratic_approximant
-from polyinterp.approx.exact_fvu import exact_fvu
-from polyinterp.approx.cubic_mixture import ReducedPolynomialApproximant
-from polyinterp.approx.hermite_ridge import HermiteRidgeApproximant
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
+from polyinterp.approx.fits.cubic_mixture import ReducedPolynomialApproximant
+from polyinterp.approx.fits.hermite_ridge import HermiteRidgeApproximant
 from polyinterp.errors import ConfigError
 from polyinterp.mnist.approximants import load_gaussian_mixture
 from polyinterp.mnist.degree_approximants import (approximant_names, fit_degree_approximants, reduced_degrees,

@@ -15,7 +15,7 @@ import torch
 
 from polyinterp.approx import (Approximant, GaussianMixture, SolverPlan, linear_approximant,
                                quadratic_approximant)
-from polyinterp.approx.logdet_newton import NEWTON_ITERATIONS
+from polyinterp.approx.solvers.logdet_newton import NEWTON_ITERATIONS
 from polyinterp.cpu_share import allotted_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError

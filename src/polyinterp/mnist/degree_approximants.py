@@ -6,7 +6,7 @@ degree ≤ n of the MLP under the mixture's moment-matched Gaussian N(μ̄, Σ̄
 also the exact least-squares quadratic and cubic of the full network under the full class mixture *in
 its top-p whitened principal components* (p = ``mnist.approx.cubic.components``; PCs of the mixture's
 total covariance, taken before whitening and then scaled to unit variance:
-:mod:`polyinterp.approx.principal_components`): ``quadratic_pc{p}`` and ``cubic_pc{p}``
+:mod:`polyinterp.approx.core.principal_components`): ``quadratic_pc{p}`` and ``cubic_pc{p}``
 (:func:`polyinterp.approx.reduced_polynomial_approximants`), so that the cubic's gain is measured
 against its own reduced-input quadratic and against the full-d ``quadratic`` of
 :mod:`polyinterp.mnist.approximants`.
@@ -26,8 +26,8 @@ import logging
 import torch
 
 from polyinterp.approx import gaussian_polynomial_approximant
-from polyinterp.approx.cubic_mixture import ReducedPolynomialApproximant, reduced_polynomial_approximants
-from polyinterp.approx.hermite_ridge import HermiteRidgeApproximant
+from polyinterp.approx.fits.cubic_mixture import ReducedPolynomialApproximant, reduced_polynomial_approximants
+from polyinterp.approx.fits.hermite_ridge import HermiteRidgeApproximant
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_parquet, save_torch

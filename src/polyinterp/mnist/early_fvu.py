@@ -30,8 +30,8 @@ import pandas as pd
 import torch
 
 from polyinterp.approx import Approximant, GaussianMixture, linear_approximant
-from polyinterp.approx.linear import solve_covariance
-from polyinterp.approx.metrics import fvu_and_se, fvu_flat_and_se
+from polyinterp.approx.fits.linear import solve_covariance
+from polyinterp.approx.evaluate.metrics import fvu_and_se, fvu_flat_and_se
 from polyinterp.device import resolve_device
 from polyinterp.io import atomic_path, load_parquet, load_torch, save_parquet
 from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture

@@ -12,11 +12,11 @@ Table schema (tidy, one row per (approximant, fit, distribution, metric)); see d
 
 ``fvu`` is ours, Σ_o E(f_o − g_o)² / Σ_o Var f_o (the headline; it has a closed form under the
 mixture); ``fvu_flat`` is the paper authors' code's, Var(f − g) / Var(f) over the flattened [n, o]
-outputs (:func:`polyinterp.approx.metrics.fvu_flat_and_se`; never above ``fvu``), on the mixture samples
+outputs (:func:`polyinterp.approx.evaluate.metrics.fvu_flat_and_se`; never above ``fvu``), on the mixture samples
 and the test images. Their KL is ours (KL(softmax f ‖ softmax g) in nats, summed over classes, mean
 over samples), so it has no second row.
 ``mixture_exact`` rows are the FVU under the mixture computed without samples
-(:func:`polyinterp.approx.exact_fvu.exact_fvu`, n_samples 0); ``mixture`` rows are Monte Carlo on
+(:func:`polyinterp.approx.evaluate.exact_fvu.exact_fvu`, n_samples 0); ``mixture`` rows are Monte Carlo on
 seeded mixture samples (FVU as a cross-check, KL and accuracy, which have no closed form).
 
 The MLP, α + βx and the metrics are float64; the quadratic form xᵀΓx of the quadratic approximants,
@@ -31,8 +31,8 @@ import pandas as pd
 import torch
 
 from polyinterp.approx import Approximant
-from polyinterp.approx.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
-from polyinterp.approx.exact_fvu import exact_fvu
+from polyinterp.approx.evaluate.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
+from polyinterp.approx.evaluate.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
 from polyinterp.mnist.approximants import FITS, load_approximants, load_gaussian_mixture

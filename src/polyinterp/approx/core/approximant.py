@@ -1,0 +1,104 @@
+"""The result type: a polynomial g(x) = α + β x + xᵀ Γ x per output (degree 1 when Γ is None)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from polyinterp.approx.core.errors import ApproxInputError
+
+_CHUNK_BYTES = 128 * 2**20
+
+
+@dataclass
+class Approximant:
+    """Coefficients ``alpha [o]``, ``beta [o, d]`` and ``gamma [o, d, d]`` (symmetric; ``None`` for a
+    linear approximant), and ``fit_info`` (method, iterations, residual, seconds, …)."""
+
+    alpha: torch.Tensor
+    beta: torch.Tensor
+    gamma: torch.Tensor | None = None
+    fit_info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.alpha.dim() != 1 or self.beta.dim() != 2 or self.beta.shape[0] != self.alpha.shape[0]:
+            raise ApproxInputError(f"need alpha [o], beta [o, d]; got {tuple(self.alpha.shape)}, "
+                                   f"{tuple(self.beta.shape)}")
+        if self.gamma is not None and tuple(self.gamma.shape) != (self.o, self.d, self.d):
+            raise ApproxInputError(f"gamma must be [o, d, d] = {(self.o, self.d, self.d)}, got {tuple(self.gamma.shape)}")
+
+    o = property(lambda self: self.alpha.shape[0])
+    d = property(lambda self: self.beta.shape[1])
+    degree = property(lambda self: 1 if self.gamma is None else 2)
+    dtype = property(lambda self: self.beta.dtype)
+    device = property(lambda self: self.beta.device)
+
+    def __call__(self, x: torch.Tensor, chunk_size: int | None = None,
+                 quad_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """g(x) for x [n, d] (or [d]) → [n, o], in chunks so that n = 10⁶ at d = 784 fits in memory.
+
+        ``quad_dtype`` (default: the approximant's own dtype, the route as before): the dtype in
+        which the quadratic form xᵀΓx, the O(n·o·d²) part, is computed; α + βx and the result stay in
+        the approximant's dtype. ``torch.float32`` (TF32 matmuls off, PyTorch's default) is 1.6–2×
+        faster on CPU; its error is float32 round-off of the form, at most 1.3e-6 of max |xᵀΓx|.
+        Bound: FVU and KL against a float64 model change by less than 1e-6 relative. Measured on the
+        MNIST metrics (d = 784, o = 10; 10⁵ mixture samples and the 10⁴ test images at all 12
+        checkpoints of seed 0): at most 2.6e-8 (FVU) and 9.2e-8 (KL), no argmax changed;
+        ``tests/approx/test_approximant_dtype.py`` checks the bound on a fitted random MLP.
+        """
+        if x.shape[-1] != self.d:
+            raise ApproxInputError(f"input has {x.shape[-1]} features, the approximant expects d = {self.d}")
+        squeeze = x.dim() == 1
+        x = x.reshape(-1, self.d).to(self.dtype)
+        if self.gamma is None:
+            out = x @ self.beta.T + self.alpha
+        else:
+            quad_dtype = quad_dtype or self.dtype
+            if chunk_size is None:
+                chunk_size = max(1, _CHUNK_BYTES // (quad_dtype.itemsize * self.o * self.d))
+            G = self.gamma.permute(1, 0, 2).reshape(self.d, self.o * self.d).to(quad_dtype)  # [d, o·d]
+            outs = []
+            for xc in x.split(chunk_size):
+                xq = xc.to(quad_dtype)
+                xG = (xq @ G).view(-1, self.o, self.d)
+                quad = torch.einsum("nod,nd->no", xG, xq).to(self.dtype)
+                outs.append(quad + xc @ self.beta.T + self.alpha)
+            out = torch.cat(outs) if outs else x.new_zeros(0, self.o)
+        return out[0] if squeeze else out
+
+    def to(self, device=None, dtype: torch.dtype | None = None) -> "Approximant":
+        f = lambda t: None if t is None else t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa
+        return Approximant(f(self.alpha), f(self.beta), f(self.gamma), dict(self.fit_info))
+
+    def compose(self, M: torch.Tensor, shift: torch.Tensor) -> "Approximant":
+        """The approximant x' ↦ g(shift + M x') (M [d, d'])."""
+        if self.gamma is None:
+            return Approximant(self.alpha + self.beta @ shift, self.beta @ M, None, dict(self.fit_info))
+        Gs = torch.einsum("oij,j->oi", self.gamma, shift)
+        alpha = self.alpha + self.beta @ shift + Gs @ shift
+        beta = (self.beta + 2 * Gs) @ M
+        gamma = M.T @ self.gamma @ M
+        return Approximant(alpha, beta, 0.5 * (gamma + gamma.transpose(1, 2)), dict(self.fit_info))
+
+    def quadratic(self) -> "Approximant":
+        """The same polynomial with an explicit zero ``gamma`` when it is linear."""
+        if self.gamma is not None:
+            return self
+        gamma = self.beta.new_zeros(self.o, self.d, self.d)
+        return Approximant(self.alpha, self.beta, gamma, dict(self.fit_info))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain dict of tensors and the fit info (``torch.save``-able)."""
+        out = {"alpha": self.alpha, "beta": self.beta, "fit_info": dict(self.fit_info)}
+        if self.gamma is not None:
+            out["gamma"] = self.gamma
+        return out
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> "Approximant":
+        missing = [k for k in ("alpha", "beta") if k not in state]
+        if missing:
+            raise ApproxInputError(f"approximant state dict lacks {missing}; it must come from Approximant.state_dict()")
+        return cls(state["alpha"], state["beta"], state.get("gamma"), dict(state.get("fit_info", {})))

@@ -1,0 +1,89 @@
+"""The paper's quadratic approximant, as a baseline: closed form under N(0, I), then schedule-free SGD."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from polyinterp.approx.core.approximant import Approximant
+from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.core.mixture import GaussianMixture
+from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
+
+
+def _evaluate(alpha, beta, P, x):
+    o, d = beta.shape
+    G = 0.5 * (P + P.transpose(1, 2))
+    xG = (x @ G.permute(1, 0, 2).reshape(d, o * d)).view(-1, o, d)
+    return (xG * x[:, None, :]).sum(-1) + x @ beta.T + alpha
+
+
+OPTIMIZERS = ("adamw_schedulefree", "sgd_schedulefree")
+
+
+def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: int = 256, lr: float = 1e-3,
+                  warmup_steps: int = 0, generator: torch.Generator | None = None, seed: int | None = None,
+                  dtype: torch.dtype = torch.float32, init: str = "standard", optimizer: str = "adamw_schedulefree",
+                  momentum: float = 0.9) -> Approximant:
+    """Start from the closed-form quadratic under N(0, I) (``init="standard"``, as the paper and its
+    authors' code) or under the moment-matched Gaussian (``init="moment_matched"``), then minimise the
+    mean squared error to ``model`` (mean over samples and outputs) on fresh mixture samples (``steps``
+    batches of ``batch``).
+
+    ``optimizer="adamw_schedulefree"``: AdamW-ScheduleFree at ``lr`` with ``warmup_steps``; its averaged
+    iterate (``eval()``) is returned. ``optimizer="sgd_schedulefree"``: the authors' procedure
+    (EleutherAI/polyapprox, branch quadratic-alice, experiments/sgd_experiment.py: ``torch.optim.SGD``
+    at lr 1.8e-2 in ``ScheduleFreeWrapper(momentum=0.9)``, 20 epochs × 10 batches of 2^10 samples);
+    their code evaluates the parameters as training leaves them (the wrapper in train mode, no
+    ``eval()``), and so does this. Training runs in ``dtype`` (float32 by default); the result is in
+    the mixture's dtype."""
+    if steps < 0 or batch < 1:
+        raise ApproxInputError(f"need sgd_steps >= 0 and sgd_batch >= 1, got {steps} and {batch}")
+    if optimizer not in OPTIMIZERS:
+        raise ApproxInputError(f"unknown sgd optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+    if not 0 <= momentum < 1:
+        raise ApproxInputError(f"sgd momentum must be in [0, 1), got {momentum}")
+    import schedulefree
+
+    t0 = time.perf_counter()
+    if generator is None:
+        generator = torch.Generator(device=mixture.device).manual_seed(0 if seed is None else int(seed))
+    if init == "standard":
+        mean = torch.zeros(mixture.d, dtype=mixture.dtype, device=mixture.device)
+        cov = torch.eye(mixture.d, dtype=mixture.dtype, device=mixture.device)
+    elif init == "moment_matched":
+        mean, cov = mixture.total_mean(), mixture.total_cov()
+    else:
+        raise ApproxInputError(f"unknown sgd init {init!r}; use 'standard' or 'moment_matched'")
+    start = quadratic_gaussian(model, mean, cov)
+    alpha = start.alpha.to(dtype).clone().requires_grad_(True)
+    beta = start.beta.to(dtype).clone().requires_grad_(True)
+    P = start.gamma.to(dtype).clone().requires_grad_(True)
+    if optimizer == "adamw_schedulefree":
+        opt = schedulefree.AdamWScheduleFree([alpha, beta, P], lr=lr, warmup_steps=warmup_steps)
+    else:
+        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD([alpha, beta, P], lr=lr), momentum=momentum)
+    opt.train()
+    losses = []
+    for _ in range(steps):
+        x = mixture.sample(batch, generator)
+        with torch.no_grad():
+            target = model(x).to(dtype)
+        x = x.to(dtype)
+        loss = ((_evaluate(alpha, beta, P, x) - target) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    if optimizer == "adamw_schedulefree":
+        opt.eval()  # the schedule-free averaged iterate
+    with torch.no_grad():
+        G = 0.5 * (P + P.transpose(1, 2))
+        out = Approximant(alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype),
+                          G.detach().to(mixture.dtype), {})
+    out.fit_info = {"method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch,
+                    "lr": lr, "init": init, "optimizer": optimizer,
+                    **({"momentum": momentum} if optimizer == "sgd_schedulefree" else {}), "seconds": time.perf_counter() - t0,
+                    "final_batch_mse": losses[-1] if losses else float("nan")}
+    return out
