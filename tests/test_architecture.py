@@ -14,7 +14,15 @@ PAGE = (REPO / "docs" / "architecture.md").read_text()
 
 
 def subpackages() -> set[str]:
-    return {f"polyinterp.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    """Every package under polyinterp, nested ones included."""
+    return {"polyinterp." + ".".join(p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob("__init__.py")
+            if p.parent != PACKAGE}
+
+
+def test_no_folder_holds_more_than_14_modules():
+    for init in PACKAGE.rglob("__init__.py"):
+        modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= 14, (init.parent, len(modules))
 
 
 def test_every_dotted_name_on_the_page_is_a_module():
@@ -33,11 +41,8 @@ def test_every_dotted_name_on_the_page_is_a_module():
 
 
 def test_every_subpackage_named_exists_and_every_subpackage_is_named():
-    named = set(re.findall(r"`(polyinterp\.[a-z_]+)`", PAGE))
-    named_packages = {n for n in named if (PACKAGE / n.split(".")[1]).is_dir()}
-    modules = {n for n in named if (PACKAGE / f"{n.split('.')[1]}.py").is_file()}
-    assert not named - named_packages - modules, "names on the page that are neither a subpackage nor a module"
-    assert subpackages() <= named_packages, subpackages() - named_packages
+    named = set(re.findall(r"`(polyinterp(?:\.[a-z_]+)+)`", PAGE))
+    assert subpackages() <= named, subpackages() - named
 
 
 def layer_table() -> dict[str, list[str]]:

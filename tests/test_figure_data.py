@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.figures import cubic_bands, cubic_clamp, cubic_fit, cubic_landmarks, cubic_slopes
-from polyinterp.figures import mnist_ablation, mnist_curves, mnist_features
+from polyinterp.figures.cubic import bands as cubic_bands, clamp as cubic_clamp, fit as cubic_fit
+from polyinterp.figures.cubic import landmarks as cubic_landmarks, slopes as cubic_slopes
+from polyinterp.figures.mnist import ablation as mnist_ablation, curves as mnist_curves, features as mnist_features
 
 pytestmark = pytest.mark.e2e
 
@@ -124,8 +125,8 @@ def test_fig1_shows_the_configured_digit_at_each_checkpoint(res, tmp_path):
 def test_fig4_shows_the_configured_digit_at_the_first_figure_step_for_every_basis(res, tmp_path):
     from polyinterp.approx import MLP
     from polyinterp.mnist.approximants import load_gaussian_mixture
-    from polyinterp.mnist.attack_bases import BASES, basis_approximants
-    from polyinterp.mnist.attack_steps import figure_steps
+    from polyinterp.mnist.attack.bases import BASES, basis_approximants
+    from polyinterp.mnist.attack.checkpoints import figure_steps
     from polyinterp.mnist.data import load_mnist
     from polyinterp.mnist.model import load_network
     from polyinterp.mnist.preprocess import apply_preprocess
@@ -174,8 +175,8 @@ def _check_lines(lines, df, keys):
 
 
 def test_fig5_lines_are_the_attack_table_at_the_figure_steps(res, tmp_path):
-    from polyinterp.mnist.attack_bases import basis_model_name
-    from polyinterp.mnist.attack_steps import figure_steps
+    from polyinterp.mnist.attack.bases import basis_model_name
+    from polyinterp.mnist.attack.checkpoints import figure_steps
 
     params = {"figure_steps": ["accuracy_level", 16, "last"], "accuracy_level": 0.96}
     lines = mnist_ablation.ablation_accuracy_figure(table=str(res / "mnist/mlp_relu/svd_ablation.parquet"),
@@ -258,7 +259,7 @@ def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
 
 
 def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path):
-    from polyinterp.figures import cubic_capacity, cubic_grid
+    from polyinterp.figures.cubic import capacity as cubic_capacity, grid as cubic_grid
 
     cap = pd.read_parquet(res / "cubic/capacity.parquet")
     drawn = cubic_capacity.capacity_figure(table=str(res / "cubic/capacity.parquet"), out=_out(tmp_path, "capacity"))

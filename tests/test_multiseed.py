@@ -38,7 +38,7 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
     by_seed = q.pivot(index="step", columns="seed", values="value")
     assert (by_seed[0] != by_seed[1]).any()  # different networks, not a copy of seed 0
     # fig2 draws one line per approximant and distribution, each a mean with a band over both seeds
-    from polyinterp.figures.mnist_curves import fvu_figure
+    from polyinterp.figures.mnist.curves import fvu_figure
 
     lines = fvu_figure(metrics=str(tmp_path / "results/mnist/metrics.parquet"),
                        out=[str(tmp_path / "fig2_check.png")])
@@ -67,7 +67,7 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
 
     # the cubic slope figure's seed band: per c, the mean / min / max over seeds of each seed's median
     # band-latent R² (recomputed here from the two scan tables)
-    from polyinterp.figures.cubic_slopes import slopes_figure
+    from polyinterp.figures.cubic.slopes import slopes_figure
 
     scans = [str(tmp_path / f"results/cubic/seed{seed}/slope_scan.parquet") for seed in (0, 1)]
     drawn = slopes_figure(scan=scans, slopes=[str(tmp_path / f"results/cubic/seed{seed}/slopes.parquet") for seed in (0, 1)],

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from polyinterp.scorecard.claim import Claim
-from polyinterp.mnist.degree_summary import fvu_by_degree, fvu_by_degree_markdown
+from polyinterp.mnist.degrees.summary import fvu_by_degree, fvu_by_degree_markdown
 from polyinterp.scorecard.degrees import degree_claims, rise_share
 
 STEPS = [0, 16, 32, 64, 128]
@@ -100,7 +100,7 @@ def test_answer_verdicts():
 
 
 def test_fvu_by_degree_prefers_exact_values_and_orders_by_degree():
-    from polyinterp.mnist.degree_summary import fvu_by_degree, fvu_by_degree_markdown
+    from polyinterp.mnist.degrees.summary import fvu_by_degree, fvu_by_degree_markdown
 
     m = _metrics({"quadratic": [0.5, 0.1, 0.05, 0.06, 0.08], "cubic_pc4": [0.4, 0.09, 0.04, 0.05, 0.07],
                   "quadratic_pc4": [0.45, 0.1, 0.05, 0.06, 0.075], "linear": [0.6, 0.2, 0.15, 0.16, 0.17]})

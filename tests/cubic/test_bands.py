@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.cubic.bands import detect_bands, slope_r2, slope_search, structure_direction, summarize_slopes
+from polyinterp.cubic.probes.bands import detect_bands, slope_r2, slope_search, structure_direction, summarize_slopes
 
 SLOPES = {"c_range": [-1.0, 1.0], "c_step": 0.02, "refine": 10, "buckets": 80}
 BANDS = {"min_active_frac": 0.01, "coherence_min": 0.8, "c_max": 2.0, "c_tol": 0.1, "invariance_min": 0.6, "buckets": 60}

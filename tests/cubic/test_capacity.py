@@ -1,4 +1,4 @@
-"""Capacity variants (polyinterp.cubic.capacity, the /capacity_{name} view of polyinterp.cubic.views):
+"""Capacity variants (polyinterp.cubic.views.capacity, the /capacity_{name} view of polyinterp.cubic.views.regressor_views):
 parse-time checks, the view's files and params, a variant's widths in its saved model, the summary."""
 
 import copy
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from polyinterp.config import load_yaml
-from polyinterp.cubic.capacity import capacity_summary_step, widths_text
-from polyinterp.cubic.model import load_model
-from polyinterp.cubic.train import train_step
-from polyinterp.cubic.views import VIEW_PATTERN, CubicViews, capacity_variants, n_params
+from polyinterp.cubic.views.capacity import capacity_summary_step, widths_text
+from polyinterp.cubic.regressor.model import load_model
+from polyinterp.cubic.regressor.train import train_step
+from polyinterp.cubic.views.regressor_views import VIEW_PATTERN, CubicViews, capacity_variants, n_params
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_torch, save_parquet, save_torch
 
@@ -47,7 +47,7 @@ def test_variants_are_checked_and_the_model_widths_are_todays_regressor():
 
 
 def test_n_params_counts_weights_and_biases():
-    from polyinterp.cubic.model import build_model
+    from polyinterp.cubic.regressor.model import build_model
 
     for widths in ([3, 64, 64, 64, 15, 1], [1, 15, 15, 1], [3, 8, 1]):
         assert n_params(widths) == sum(p.numel() for p in build_model(widths, 0).parameters())

@@ -2,10 +2,10 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.cubic.clamping import choose_latents, clamped_outputs
-from polyinterp.cubic.model import build_model
-from polyinterp.cubic.sae import TopKSAE
-from polyinterp.cubic.task import generator, sample_inputs
+from polyinterp.cubic.interventions.clamping import choose_latents, clamped_outputs
+from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.sae.autoencoder import TopKSAE
+from polyinterp.cubic.regressor.task import generator, sample_inputs
 from polyinterp.errors import ConfigError
 
 

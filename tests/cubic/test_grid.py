@@ -1,4 +1,4 @@
-"""The single-polynomial grid (polyinterp.cubic.grid): networks reading x alone, their data, training,
+"""The single-polynomial grid (polyinterp.cubic.views.grid): networks reading x alone, their data, training,
 SAE and the summary's scores, each against an independent route."""
 
 import copy
@@ -12,14 +12,14 @@ import pytest
 import torch
 
 from polyinterp.config import load_yaml
-from polyinterp.cubic.grid import (grid_point_step, grid_points, grid_seed_step, grid_summary_step, grid_values,
+from polyinterp.cubic.views.grid import (grid_point_step, grid_points, grid_seed_step, grid_summary_step, grid_values,
                                    line_rel_mse, point_files, point_params, seed_params, summarize_network,
                                    summary_params, train_single)
-from polyinterp.cubic.model import CubicMLP, build_model, load_model
-from polyinterp.cubic.probe import grid_inputs, latent_activations
-from polyinterp.cubic.sae import TopKSAE, load_sae
-from polyinterp.cubic.task import STREAM_GRID_VAL, generator, sample_x, target
-from polyinterp.cubic.tracking import near_landmark_share, score_latents
+from polyinterp.cubic.regressor.model import CubicMLP, build_model, load_model
+from polyinterp.cubic.sae.probe import grid_inputs, latent_activations
+from polyinterp.cubic.sae.autoencoder import TopKSAE, load_sae
+from polyinterp.cubic.regressor.task import STREAM_GRID_VAL, generator, sample_x, target
+from polyinterp.cubic.probes.tracking import near_landmark_share, score_latents
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_parquet, load_torch, save_torch
 
@@ -71,7 +71,7 @@ def test_the_1d_data_is_the_cubic_at_fixed_a_b():
     x = sample_x(500, (-2.0, 2.0), generator(0, STREAM_GRID_VAL))
     assert x.shape == (500, 1) and x.dtype == torch.float32 and bool(((x >= -2) & (x <= 2)).all())
     joint = torch.cat([x, torch.full_like(x, a), torch.full_like(x, b)], 1)
-    from polyinterp.cubic.task import cubic
+    from polyinterp.cubic.regressor.task import cubic
 
     torch.testing.assert_close(cubic(x[:, 0], a, b), target(joint), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(cubic(x[:, 0], a, b).numpy(), (x[:, 0] ** 3 + a * x[:, 0] ** 2 + b * x[:, 0]).numpy(),

@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.cubic.clamping import clamp_step, clamped_outputs
-from polyinterp.cubic.joint_clamp import joint_clamp_step, joint_clamped_output, landmark_top, resolve_interventions
-from polyinterp.cubic.model import build_model
-from polyinterp.cubic.sae import TopKSAE
-from polyinterp.cubic.task import generator, sample_inputs
+from polyinterp.cubic.interventions.clamping import clamp_step, clamped_outputs
+from polyinterp.cubic.interventions.joint_clamp import joint_clamp_step, joint_clamped_output, landmark_top, resolve_interventions
+from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.sae.autoencoder import TopKSAE
+from polyinterp.cubic.regressor.task import generator, sample_inputs
 from polyinterp.errors import ConfigError
-from polyinterp.figures.cubic_joint_clamp import joint_clamp_figure
+from polyinterp.figures.cubic.joint_clamp import joint_clamp_figure
 from polyinterp.io import save_parquet, save_torch
 
 RANGES = {"x": [-2.0, 2.0], "a": [-2.0, 2.0], "b": [-2.0, 2.0]}

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from polyinterp.cubic.landmarks import (
+from polyinterp.cubic.probes.landmarks import (
     bump_template,
     cubic_landmarks,
     landmark_table,

@@ -3,7 +3,7 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from polyinterp.cubic.sae import TopKSAE, auxk_loss, evaluate_sae, geometric_median, topk_relu, train_sae
+from polyinterp.cubic.sae.autoencoder import TopKSAE, auxk_loss, evaluate_sae, geometric_median, topk_relu, train_sae
 from polyinterp.errors import ConfigError
 
 SAE_PARAMS = {"latents": 32, "k": 3, "steps": 1500, "batch_size": 512, "lr": 3e-3, "decay_frac": 0.2, "aux_k": 16,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from polyinterp.cubic.stretch_shift import delta_grid, effect_r2, fit_shift, fit_stretch, r2_score, verdict
+from polyinterp.cubic.interventions.stretch_shift import delta_grid, effect_r2, fit_shift, fit_stretch, r2_score, verdict
 from polyinterp.errors import ConfigError
 
 X = np.linspace(-2.0, 2.0, 201)

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from polyinterp.cubic.model import CubicMLP, build_model
-from polyinterp.cubic.task import generator, sample_inputs, sample_out_of_range, target
+from polyinterp.cubic.regressor.model import CubicMLP, build_model
+from polyinterp.cubic.regressor.task import generator, sample_inputs, sample_out_of_range, target
 from polyinterp.errors import ConfigError, DataError
 
 RANGES = {"x": [-2.0, 2.0], "a": [-1.0, 3.0], "b": [-2.0, 0.5]}

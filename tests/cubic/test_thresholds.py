@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polyinterp.cubic.bands import detect_bands, summarize_slopes
-from polyinterp.cubic.thresholds import (CRITERIA, band_mask, grid_axes, latent_scores, threshold_table,
+from polyinterp.cubic.probes.bands import detect_bands, summarize_slopes
+from polyinterp.cubic.probes.thresholds import (CRITERIA, band_mask, grid_axes, latent_scores, threshold_table,
                                          thresholds_step)
 from polyinterp.errors import ConfigError, DataError
-from polyinterp.figures.cubic_thresholds import one_at_a_time, thresholds_figure
+from polyinterp.figures.cubic.thresholds import one_at_a_time, thresholds_figure
 from polyinterp.io import save_parquet
 
 XS, AS, BS = np.linspace(-2, 2, 41), np.linspace(-2, 2, 41), np.array([-1.0, 0.0, 1.0])

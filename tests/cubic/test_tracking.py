@@ -1,4 +1,4 @@
-"""Range and landmark scores of latent profiles along x (polyinterp.cubic.tracking), against hand
+"""Range and landmark scores of latent profiles along x (polyinterp.cubic.probes.tracking), against hand
 computations on planted latents."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from polyinterp.cubic.landmarks import KINDS
-from polyinterp.cubic.tracking import (bin_index, interval_indicators, landmark_scores, near_landmark_share,
+from polyinterp.cubic.probes.landmarks import KINDS
+from polyinterp.cubic.probes.tracking import (bin_index, interval_indicators, landmark_scores, near_landmark_share,
                                        peak_landmark_distance, range_scores, score_latents)
 from polyinterp.errors import ConfigError
 

@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.cubic.model import build_model
-from polyinterp.cubic.train import check_alive, lr_factor, train_step
+from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.regressor.train import check_alive, lr_factor, train_step
 from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import load_torch
 

@@ -1,13 +1,13 @@
-"""Per-layer and across-training summary rows (polyinterp.cubic.view_summary) and their figures."""
+"""Per-layer and across-training summary rows (polyinterp.cubic.views.summary) and their figures."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from polyinterp.cubic.bands import summarize_slopes
-from polyinterp.cubic.view_summary import layers_summary_step, training_summary_step, view_row
+from polyinterp.cubic.probes.bands import summarize_slopes
+from polyinterp.cubic.views.summary import layers_summary_step, training_summary_step, view_row
 from polyinterp.errors import DataError
-from polyinterp.figures.cubic_views import layers_figure, training_figure
+from polyinterp.figures.cubic.views import layers_figure, training_figure
 
 
 def metrics(seed, latents=64, r2=0.99):

@@ -1,4 +1,4 @@
-"""Other hidden layers and earlier checkpoints (polyinterp.cubic.views): the layer split of the model,
+"""Other hidden layers and earlier checkpoints (polyinterp.cubic.views.regressor_views): the layer split of the model,
 activations and SAE steps at any layer, checkpoint extraction, and the config keys' resolution."""
 
 import copy
@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.cubic.activations import activations_step, load_activations
-from polyinterp.cubic.bands import bands_step, slopes_step
-from polyinterp.cubic.landmarks import landmarks_step
-from polyinterp.cubic.model import build_model, load_model
-from polyinterp.cubic.probe import grid_inputs
-from polyinterp.cubic.sae import load_sae, sae_layer, sae_step
-from polyinterp.cubic.task import STREAM_ACTS, generator, sample_inputs, target
-from polyinterp.cubic.train import train_step
-from polyinterp.cubic.views import (CubicViews, checkpoint_model_step, eval_checkpoint_steps, layer_saes,
+from polyinterp.cubic.sae.activations import activations_step, load_activations
+from polyinterp.cubic.probes.bands import bands_step, slopes_step
+from polyinterp.cubic.probes.landmarks import landmarks_step
+from polyinterp.cubic.regressor.model import build_model, load_model
+from polyinterp.cubic.sae.probe import grid_inputs
+from polyinterp.cubic.sae.autoencoder import load_sae, sae_layer, sae_step
+from polyinterp.cubic.regressor.task import STREAM_ACTS, generator, sample_inputs, target
+from polyinterp.cubic.regressor.train import train_step
+from polyinterp.cubic.views.regressor_views import (CubicViews, checkpoint_model_step, eval_checkpoint_steps, layer_saes,
                                     training_steps)
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_torch, save_torch

@@ -7,10 +7,10 @@ import torch
 from torch import nn
 
 from polyinterp.approx import MLP, Approximant, GaussianMixture
-from polyinterp.mnist.ablation import (accuracies, attack_rows, project_out, projected_evaluator,
+from polyinterp.mnist.attack.ablation import (accuracies, attack_rows, project_out, projected_evaluator,
                                        random_orthonormal, top_right_singular_vectors)
-from polyinterp.mnist.attack_bases import BASES, basis_approximants, basis_distribution, check_bases
-from polyinterp.mnist.attack_steps import figure_steps
+from polyinterp.mnist.attack.bases import BASES, basis_approximants, basis_distribution, check_bases
+from polyinterp.mnist.attack.checkpoints import figure_steps
 from polyinterp.mnist.schedule import panel_steps, resolve_steps
 from polyinterp.errors import ConfigError
 
@@ -206,7 +206,7 @@ def test_figure_steps_by_accuracy_level_last_and_number():
 
 
 def test_attack_summary_is_the_seed_mean_of_the_table():
-    from polyinterp.mnist.attack_summary import attack_summary_markdown, attack_summary_table
+    from polyinterp.mnist.attack.summary import attack_summary_markdown, attack_summary_table
 
     rows = []
     for seed in (0, 1):
@@ -238,7 +238,7 @@ def test_attack_summary_is_the_seed_mean_of_the_table():
 def test_an_attack_table_from_before_the_bases_is_refused_with_the_rule_to_rerun(tmp_path):
     from polyinterp.errors import DataError
     from polyinterp.io import save_parquet
-    from polyinterp.mnist.attack_steps import check_figure_steps, load_attack_table
+    from polyinterp.mnist.attack.checkpoints import check_figure_steps, load_attack_table
 
     old = pd.DataFrame(dict(seed=[0], step=[16], k=[0], directions=["svd"], draw=[0], predictor=["mlp"], accuracy=[0.5]))
     save_parquet(old, tmp_path / "svd_ablation.parquet")

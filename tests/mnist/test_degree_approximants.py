@@ -17,7 +17,7 @@ from polyinterp.approx.fits.cubic_mixture import ReducedPolynomialApproximant
 from polyinterp.approx.fits.hermite_ridge import HermiteRidgeApproximant
 from polyinterp.errors import ConfigError
 from polyinterp.mnist.approximants import load_gaussian_mixture
-from polyinterp.mnist.degree_approximants import (approximant_names, fit_degree_approximants, reduced_degrees,
+from polyinterp.mnist.degrees.approximants import (approximant_names, fit_degree_approximants, reduced_degrees,
                                                   saved_state)
 from polyinterp.mnist.metrics import COLUMNS, fidelity_table
 from polyinterp.mnist.model import load_network, make_mlp

@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from polyinterp.mnist.ablation import COLUMNS as ABLATION_COLUMNS
-from polyinterp.mnist.attack_bases import BASES, basis_model_name
+from polyinterp.mnist.attack.ablation import COLUMNS as ABLATION_COLUMNS
+from polyinterp.mnist.attack.bases import BASES, basis_model_name
 from polyinterp.mnist.metrics import COLUMNS as METRIC_COLUMNS
 
 pytestmark = pytest.mark.e2e

@@ -8,8 +8,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from polyinterp.mnist.ablation import COLUMNS as ABLATION_COLUMNS
-from polyinterp.mnist.attack_summary import COLUMNS as SUMMARY_COLUMNS
+from polyinterp.mnist.attack.ablation import COLUMNS as ABLATION_COLUMNS
+from polyinterp.mnist.attack.summary import COLUMNS as SUMMARY_COLUMNS
 from polyinterp.mnist.metrics import COLUMNS as METRIC_COLUMNS
 from polyinterp.scorecard import COLUMNS as SCORECARD_COLUMNS
 from workflow_helpers import SMOKE, run_snakemake
@@ -81,7 +81,7 @@ def test_every_figure_of_every_model(two_models):
 
 
 def test_fig_models_draws_the_last_checkpoint_of_each_model(two_models, tmp_path):
-    from polyinterp.figures.mnist_models import models_figure
+    from polyinterp.figures.mnist.models import models_figure
 
     work, _ = two_models
     metrics = work / "results/mnist/metrics.parquet"

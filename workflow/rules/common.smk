@@ -8,7 +8,7 @@ from polyinterp.cli import step_files, step_params
 from polyinterp.config import study_seeds, validate_config
 from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, selected_steps, sgd_checkpoints,
                                       sgd_settings, train_params)
-from polyinterp.mnist.attack_steps import check_figure_steps
+from polyinterp.mnist.attack.checkpoints import check_figure_steps
 from polyinterp.mnist.model_specs import resolve_models
 from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 

@@ -6,14 +6,14 @@
 # its input/output keys are the step function's arguments.
 #
 # Views: activations -> SAE -> landmarks -> bands -> slope search run on a view of the regressor, the
-# wildcard {view} after the seed folder (polyinterp.cubic.views): empty for today's pipeline (last
+# wildcard {view} after the seed folder (polyinterp.cubic.views.regressor_views): empty for today's pipeline (last
 # hidden layer of the final model, results/cubic/seed{seed}/...), layer{L} for hidden layer L of the
 # final model (cubic.layers), train_step{S} for the last hidden layer of the eval checkpoint at
 # step S (cubic.training) and capacity_{name} for the last hidden layer of another regressor, variant
 # name of cubic.capacity.variants (rule cubic_capacity_train). The activations file records its layer
 # and the SAE file in turn, so later steps read it from their inputs.
-from polyinterp.cubic import grid as cubic_grid
-from polyinterp.cubic.views import CAPACITY_NAME, VIEW_PATTERN, CubicViews
+from polyinterp.cubic.views import grid as cubic_grid
+from polyinterp.cubic.views.regressor_views import CAPACITY_NAME, VIEW_PATTERN, CubicViews
 
 CUBIC = "results/cubic/seed{seed}"
 VIEW = f"{CUBIC}{{view}}"
@@ -441,8 +441,8 @@ rule cubic_capacity_summary:
 
 # ------------------------------------------------------------------------ single-polynomial grid
 # One network 1 -> ... -> 1 per (a, b) of cubic.grid, regressing that one cubic in x, with a TopK SAE
-# on its last hidden layer (polyinterp.cubic.grid); the summary scores its latents and the (x, a, b)
-# regressor's at the same (a, b): x range or landmarks (polyinterp.cubic.tracking).
+# on its last hidden layer (polyinterp.cubic.views.grid); the summary scores its latents and the (x, a, b)
+# regressor's at the same (a, b): x range or landmarks (polyinterp.cubic.probes.tracking).
 GRID_POINT = f"{CUBIC}/grid/a{{ia}}_b{{ib}}"
 cubic_grid.check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails at parse time
 

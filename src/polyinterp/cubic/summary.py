@@ -6,7 +6,7 @@ import logging
 
 import pandas as pd
 
-from polyinterp.cubic.bands import CARDANO_C, summarize_slopes
+from polyinterp.cubic.probes.bands import CARDANO_C, summarize_slopes
 from polyinterp.io import load_parquet, save_parquet
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ COLORS = {"mlp": "black", "linear": "tab:blue", "quadratic": "tab:orange", "quad
 LABELS = {"mlp": "MLP", "linear": "linear", "quadratic": "quadratic (exact)",
           "quadratic_sgd": "quadratic (SGD, paper)", "random": "random directions"}
 
-# The higher-degree approximants (polyinterp.mnist.degree_approximants): gaussian_deg{n} in shades of
+# The higher-degree approximants (polyinterp.mnist.degrees.approximants): gaussian_deg{n} in shades of
 # green by degree, the principal-component fits in purple (quadratic) and red (cubic).
 _GAUSSIAN_SHADES = ("#a1d99b", "#74c476", "#41ab5d", "#238b45", "#006d2c", "#00441b")
 _PC_FITS = {"quadratic": ("tab:purple", "quadratic"), "cubic": ("tab:red", "cubic")}

@@ -3,7 +3,7 @@
 Table schema (tidy, one row per (approximant, fit, distribution, metric)); see docs/outputs.md, "Tables":
     model str (the network's name, mnist.models), seed int64, step int64, approximant str {mlp (the
     network itself), linear, quadratic, quadratic_sgd, and the higher degrees of
-    :mod:`polyinterp.mnist.degree_approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
+    :mod:`polyinterp.mnist.degrees.approximants`: gaussian_deg{n}, quadratic_pc{p}, cubic_pc{p}},
     fit str {mixture, gaussian (fitted under the mixture's moment-matched Gaussian), none (the mlp
     rows)}, distribution str {mixture, mixture_exact, test}, metric str {fvu, fvu_flat, kl, accuracy}, value float64,
     se float64 (the standard error of a sampled value as an estimate of its expectation under the

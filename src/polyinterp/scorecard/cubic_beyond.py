@@ -34,7 +34,7 @@ def _share(mask: pd.Series) -> float:
 def joint_clamp_claims(fits: pd.DataFrame) -> list[Claim]:
     """All band latents clamped together (intervention ``bands``): the share of clamped polynomials
     whose curve is a vertical stretch (the blog's observation) and a horizontal shift (the Cardano
-    reading's prediction), verdicts of :func:`polyinterp.cubic.stretch_shift.verdict`."""
+    reading's prediction), verdicts of :func:`polyinterp.cubic.interventions.stretch_shift.verdict`."""
     sub = fits[(fits.intervention == "bands") & (fits.verdict != "no_effect")]
     if sub.empty:
         return []

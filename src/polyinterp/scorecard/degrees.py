@@ -4,7 +4,7 @@ quadratic's FVU?
 The paper sees the exact-mixture FVU of the quadratic fall and then rise late in training (after
 ≈ 2^16 steps) and leaves open whether what the quadratic misses then is cubic structure. The rows
 read the metrics table's ``mixture_exact`` FVU of the full-d ``quadratic`` and of the principal-
-component fits ``quadratic_pc{p}`` and ``cubic_pc{p}`` (:mod:`polyinterp.mnist.degree_approximants`),
+component fits ``quadratic_pc{p}`` and ``cubic_pc{p}`` (:mod:`polyinterp.mnist.degrees.approximants`),
 per seed:
 
 - the rise: FVU_quadratic(last checkpoint) / min over checkpoints (step > 0) of FVU_quadratic (the

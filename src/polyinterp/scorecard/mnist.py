@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from polyinterp.mnist.attack_bases import basis_model_name, present_bases
-from polyinterp.mnist.attack_steps import accuracy_level_step
+from polyinterp.mnist.attack.bases import basis_model_name, present_bases
+from polyinterp.mnist.attack.checkpoints import accuracy_level_step
 from polyinterp.mnist.early_fvu import PAPER_EARLY_LINEAR_FVU, candidate_causes, closeness
 from polyinterp.scorecard.claim import Claim
 from polyinterp.scorecard.degrees import degree_claims
@@ -59,7 +59,7 @@ def _has_early_dip(curve: pd.Series, drop: float = 0.2) -> bool:
 def attack_claims(ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
     """The SVD-attack claims, per basis, at the first attacked checkpoint whose clean test accuracy
     reaches ``accuracy_level`` (the paper attacks a network at ≈ 0.96; see
-    :mod:`polyinterp.mnist.attack_steps`). Lockstep compares the MLP with the linear approximant whose
+    :mod:`polyinterp.mnist.attack.checkpoints`). Lockstep compares the MLP with the linear approximant whose
     β is attacked. Tables from before the ``basis`` column are read as the mixture basis."""
     if "basis" not in ablation:
         ablation = ablation.assign(basis="mixture")

@@ -97,9 +97,9 @@ def bands_step(*, model: str, sae: str, slices: str, latents: str, grid: str, pa
     structure-tensor scores (``slices``) and the band verdict per latent (``latents``). ``grid`` keeps
     every latent's values, or with ``params["grid_latents"] == "bands"`` (the layer and checkpoint
     views: 256 latents on a paper-size grid are ~1 GB) only the band latents'; ``latent_ids`` names them."""
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.probe import grid_inputs, latent_activations
-    from polyinterp.cubic.sae import load_sae, sae_layer
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.sae.probe import grid_inputs, latent_activations
+    from polyinterp.cubic.sae.autoencoder import load_sae, sae_layer
     from polyinterp.device import resolve_device
     from polyinterp.io import load_torch, save_parquet, save_torch
 
@@ -201,8 +201,8 @@ def slope_search(xa_tr, z_tr, xa_ho, z_ho, params: dict):
 def slopes_step(*, acts: str, sae: str, bands: str, scan: str, best: str, params: dict) -> None:
     """Rule ``cubic_slope_search``: slope search over c for every live latent of ``sae`` on ``acts``
     (the R² ``scan`` and each latent's ``best`` c), band latents flagged from ``bands``."""
-    from polyinterp.cubic.activations import load_activations
-    from polyinterp.cubic.sae import load_sae
+    from polyinterp.cubic.sae.activations import load_activations
+    from polyinterp.cubic.sae.autoencoder import load_sae
     from polyinterp.device import resolve_device
     from polyinterp.io import load_parquet, save_parquet
 

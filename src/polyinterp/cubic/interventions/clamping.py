@@ -5,7 +5,7 @@ W_dec · z' + b_dec where z' is the SAE code of h with z'_j = s·z_j (s = 0 zero
 regressor's last Linear maps it to y. At s = 1 this is the plain SAE reconstruction, so its gap to the
 regressor's own output is the SAE's reconstruction error, shown beside every clamped curve.
 
-Several latents clamped together: :mod:`polyinterp.cubic.joint_clamp`.
+Several latents clamped together: :mod:`polyinterp.cubic.interventions.joint_clamp`.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def clamp_step(*, model: str, sae: str, slopes: str, curves: str, summary: str, 
     """Rule ``cubic_clamping``: scale each chosen latent of ``sae`` (from ``slopes``: the band
     latents, or configured indices) and record the regressor ``model``'s output ``curves`` over x
     for each configured polynomial, with one ``summary`` row per (latent, curve, factor)."""
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.sae import load_sae
-    from polyinterp.cubic.task import cubic
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.sae.autoencoder import load_sae
+    from polyinterp.cubic.regressor.task import cubic
     from polyinterp.device import resolve_device
     from polyinterp.io import load_parquet, load_torch, save_parquet
 

@@ -1,6 +1,6 @@
 """Band-threshold sensitivity: band count and median slope c over a grid of the four band thresholds.
 
-The band criteria (:func:`polyinterp.cubic.bands.detect_bands`) were set after looking at seed 0. A
+The band criteria (:func:`polyinterp.cubic.probes.bands.detect_bands`) were set after looking at seed 0. A
 latent is a band when every b slice has a finite direction with |c| ≤ ``c_max`` and
 
     min_active_frac ≥ θ_active,   min_coherence ≥ θ_coherence,
@@ -44,7 +44,7 @@ def latent_scores(latents: pd.DataFrame, slices: pd.DataFrame, c_max: float) -> 
 def band_mask(scores: pd.DataFrame, *, coherence_min: float, c_tol: float, invariance_min: float,
               min_active_frac: float) -> np.ndarray:
     """Boolean band flag per row of ``scores`` (:func:`latent_scores`) at these thresholds: the rule of
-    :func:`polyinterp.cubic.bands.detect_bands` applied to its saved scores."""
+    :func:`polyinterp.cubic.probes.bands.detect_bands` applied to its saved scores."""
     spread = scores.c_grad_spread.to_numpy(np.float64)
     inv = scores.b_invariance_r2.to_numpy(np.float64)
     with np.errstate(invalid="ignore"):

@@ -4,11 +4,11 @@ A variant of ``cubic.capacity.variants`` is another regressor (its own ``widths`
 1 output), trained by rule ``cubic_capacity_train`` with ``cubic.train``'s settings (steps
 ``cubic.capacity.train_steps``) into ``results/cubic/seed{seed}/capacity_{name}/``; the activations,
 SAE (``cubic.sae``'s size for every variant), band and slope-search rules then read its last hidden
-layer there, as the view ``/capacity_{name}`` (:mod:`polyinterp.cubic.views`). A variant with
+layer there, as the view ``/capacity_{name}`` (:mod:`polyinterp.cubic.views.regressor_views`). A variant with
 ``cubic.model.widths`` and ``cubic.train.steps`` is today's regressor: its row reads today's files.
 
 ``capacity_summary_step`` condenses each variant: its widths as saved in its model file, parameter
-count, validation and out-of-range rel-MSE, and the columns of :func:`polyinterp.cubic.view_summary.view_row`
+count, validation and out-of-range rel-MSE, and the columns of :func:`polyinterp.cubic.views.summary.view_row`
 (SAE R², band count, median c, best slope search).
 """
 
@@ -18,8 +18,8 @@ import logging
 
 import pandas as pd
 
-from polyinterp.cubic.view_summary import _check, _seed_of, view_row
-from polyinterp.cubic.views import n_params
+from polyinterp.cubic.views.summary import _check, _seed_of, view_row
+from polyinterp.cubic.views.regressor_views import n_params
 from polyinterp.errors import DataError
 from polyinterp.io import load_parquet, load_torch, save_parquet
 

@@ -8,7 +8,7 @@ and ``from_layer(h, L)`` finishes the forward pass from it; for L = ``n_hidden``
 and ``head``.
 
 The input is (x, a, b), width 3, for the study's regressor, or x alone, width 1, for a network that
-regresses one polynomial at fixed (a, b) (the single-polynomial grid, :mod:`polyinterp.cubic.grid`).
+regresses one polynomial at fixed (a, b) (the single-polynomial grid, :mod:`polyinterp.cubic.views.grid`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class CubicMLP(nn.Module):
 
 def build_model(widths, seed: int) -> CubicMLP:
     """A freshly initialised model; the seed fixes the initial weights."""
-    from polyinterp.cubic.task import STREAM_INIT, generator
+    from polyinterp.cubic.regressor.task import STREAM_INIT, generator
 
     model = CubicMLP(widths)
     g = generator(seed, STREAM_INIT)

@@ -1,6 +1,6 @@
 """Figure cubic_grid: do the latents track the x range or the landmarks, for one network per
 polynomial against the (x, a, b) regressor at the same (a, b)? (tables ``results/cubic/grid.parquet``
-and ``grid_latents.parquet``, :mod:`polyinterp.cubic.grid`)."""
+and ``grid_latents.parquet``, :mod:`polyinterp.cubic.views.grid`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """SVD ablation attack: project test images off the top-k right singular vectors of a linear
 approximant's coefficient matrix β and measure the accuracy of the MLP and its approximants.
 β comes from the exact linear approximant under each configured basis distribution
-(:mod:`polyinterp.mnist.attack_bases`: the class mixture, its moment-matched Gaussian, N(0, I)).
+(:mod:`polyinterp.mnist.attack.bases`: the class mixture, its moment-matched Gaussian, N(0, I)).
 Control: the same with k random orthonormal directions (seeded, several draws; the same draws for
 every basis, since they do not depend on β).
 
@@ -33,8 +33,8 @@ from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_parquet, save_torch
 from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
-from polyinterp.mnist.attack_bases import basis_approximants, basis_model_name, check_bases
-from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
+from polyinterp.mnist.attack.bases import basis_approximants, basis_model_name, check_bases
+from polyinterp.mnist.attack.checkpoints import figure_steps, load_attack_table
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import GLUNet, load_network, model_name, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess

@@ -1,6 +1,6 @@
 """Figures cubic_layers and cubic_training: the SAE pipeline's headline numbers against the hidden
 layer read and against the regressor's training step (tables ``results/cubic/layers.parquet`` and
-``results/cubic/training.parquet``, :mod:`polyinterp.cubic.view_summary`)."""
+``results/cubic/training.parquet``, :mod:`polyinterp.cubic.views.summary`)."""
 
 from __future__ import annotations
 

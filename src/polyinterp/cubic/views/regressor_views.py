@@ -4,7 +4,7 @@ Today's pipeline (activations → SAE → landmarks → bands → slope search) 
 of the *final* model, under ``results/cubic/seed{seed}/``. The same rules read two more kinds of view,
 each in a folder of its own beside those files:
 
-- ``layer{L}/``: hidden layer L (1 … n_hidden, 1 nearest the input; see :mod:`polyinterp.cubic.model`)
+- ``layer{L}/``: hidden layer L (1 … n_hidden, 1 nearest the input; see :mod:`polyinterp.cubic.regressor.model`)
   of the final model, with the SAE size of ``cubic.layers.saes`` (the last hidden layer is today's
   pipeline, with ``cubic.sae``'s size, so it has no folder of its own);
 - ``train_step{S}/``: the last hidden layer of the regressor's eval checkpoint at step S
@@ -56,7 +56,7 @@ def layer_saes(saes: list[dict], widths) -> dict[int, dict]:
 # ---------------------------------------------------------------------------------------- training
 def eval_checkpoint_steps(train: dict) -> list[int]:
     """The steps ``cubic_train`` keeps an eval checkpoint at when it runs all ``cubic.train.steps``:
-    0, every ``eval_every`` steps, and the last step (see :mod:`polyinterp.cubic.train`)."""
+    0, every ``eval_every`` steps, and the last step (see :mod:`polyinterp.cubic.regressor.train`)."""
     total, every = int(train["steps"]), int(train["eval_every"])
     return sorted({0, total, *range(every, total + 1, every)})
 

@@ -174,7 +174,7 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
 
     Runs on one intra-op CPU thread (see ``polyinterp.cubic.threads``); the result does not depend on it.
     """
-    from polyinterp.cubic.task import STREAM_SAE, generator
+    from polyinterp.cubic.regressor.task import STREAM_SAE, generator
 
     n, d = x.shape
     m, k = params["latents"], params["k"]
@@ -240,9 +240,9 @@ def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, cur
     score it on the held-out split and spliced into the regressor ``model`` at the hidden layer
     ``acts`` holds (recorded in ``sae`` for the later steps); write ``sae``, the ``metrics``, per-latent
     ``latents`` and training ``curve`` tables."""
-    from polyinterp.cubic.activations import load_activations
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.task import target
+    from polyinterp.cubic.sae.activations import load_activations
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.regressor.task import target
     from polyinterp.device import resolve_device
     from polyinterp.io import save_parquet, save_torch
 

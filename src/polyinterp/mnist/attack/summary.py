@@ -1,6 +1,6 @@
 """The attack's strength over training, per basis: what fig6 draws and the results pages quote.
 
-From the attack table (:mod:`polyinterp.mnist.ablation`): at each attacked step, the test accuracy
+From the attack table (:mod:`polyinterp.mnist.attack.ablation`): at each attacked step, the test accuracy
 left with the top-k SVD directions removed, for the MLP, the linear approximant that defines the
 basis and the mixture's exact quadratic, and the MLP under k random directions; mean, min and max
 over seeds, beside the step's clean test accuracy (k = 0, seed mean).
@@ -15,8 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from polyinterp.io import atomic_path, save_parquet
-from polyinterp.mnist.attack_bases import basis_model_name, present_bases
-from polyinterp.mnist.attack_steps import clean_accuracy, load_attack_table
+from polyinterp.mnist.attack.bases import basis_model_name, present_bases
+from polyinterp.mnist.attack.checkpoints import clean_accuracy, load_attack_table
 from polyinterp.mnist.model_specs import DEFAULT_MODEL
 
 STRENGTH_COLUMNS = {"k": "int64", "basis": "string", "predictor": "string", "step": "int64",
@@ -35,7 +35,7 @@ def summary_ks(table: pd.DataFrame) -> list[int]:
 def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
     """Rows of the summary for one k and one model's table (schema: module docstring, without the
     model column), in basis order of
-    :data:`polyinterp.mnist.attack_bases.BASES`, steps ascending. Random directions: the MLP, mean
+    :data:`polyinterp.mnist.attack.bases.BASES`, steps ascending. Random directions: the MLP, mean
     over draws first, then over seeds (the same draws under every basis, so read once)."""
     clean = clean_accuracy(table)
     bases = present_bases(table.basis)

@@ -21,8 +21,8 @@ import pandas as pd
 import torch
 
 from polyinterp.config import config_hash
-from polyinterp.cubic.model import build_model
-from polyinterp.cubic.task import (
+from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.regressor.task import (
     STREAM_OOR,
     STREAM_TRAIN,
     STREAM_VAL,

@@ -112,9 +112,9 @@ def landmarks_step(*, model: str, sae: str, table: str, ranking: str, params: di
     """Rule ``cubic_landmark_table``: each latent of ``sae`` (read through the regressor ``model`` at
     the hidden layer ``sae`` was fitted on) against the landmark bumps over the (a, b) grid
     (``table``) and the per-kind latent ``ranking``."""
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.probe import grid_inputs, latent_activations
-    from polyinterp.cubic.sae import load_sae, sae_layer
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.sae.probe import grid_inputs, latent_activations
+    from polyinterp.cubic.sae.autoencoder import load_sae, sae_layer
     from polyinterp.device import resolve_device
     from polyinterp.io import load_torch, save_parquet
 

@@ -5,7 +5,7 @@ Two sets per seed, from their own random streams (never the training or validati
 ``train`` set the SAE is fitted on and the slope search buckets, and a ``heldout`` set for every
 held-out score. Stored as one torch file with the inputs (x, a, b), the activations and the model's
 output, so later steps need not rerun the regressor. The file records which hidden ``layer`` it holds
-(1 … n_hidden, see :mod:`polyinterp.cubic.model`); the SAE fitted on it records it in turn, so every
+(1 … n_hidden, see :mod:`polyinterp.cubic.regressor.model`); the SAE fitted on it records it in turn, so every
 later step reads the layer from its inputs and no other rule needs to be told.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from polyinterp.cubic.model import load_model
-from polyinterp.cubic.task import STREAM_ACTS, STREAM_HELDOUT, generator, sample_inputs
+from polyinterp.cubic.regressor.model import load_model
+from polyinterp.cubic.regressor.task import STREAM_ACTS, STREAM_HELDOUT, generator, sample_inputs
 from polyinterp.device import resolve_device
 from polyinterp.errors import DataError
 from polyinterp.io import load_torch, save_torch

@@ -1,5 +1,5 @@
 """FVU by degree over training (rule ``mnist_degree_summary``): the paper's linear and quadratic beside
-the higher-degree approximants of :mod:`polyinterp.mnist.degree_approximants`, one row per checkpoint.
+the higher-degree approximants of :mod:`polyinterp.mnist.degrees.approximants`, one row per checkpoint.
 
 Each approximant's FVU under the mixture is its exact value (``mixture_exact``) where the metrics
 table has one and its Monte-Carlo value otherwise (the Gaussian degree-n forms); the table says which.

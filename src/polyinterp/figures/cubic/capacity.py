@@ -1,5 +1,5 @@
 """Figure cubic_capacity: the regressor's fit and the SAE pipeline's headline numbers against the
-regressor's size (table ``results/cubic/capacity.parquet``, :mod:`polyinterp.cubic.capacity`)."""
+regressor's size (table ``results/cubic/capacity.parquet``, :mod:`polyinterp.cubic.views.capacity`)."""
 
 from __future__ import annotations
 

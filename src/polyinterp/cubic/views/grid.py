@@ -6,11 +6,11 @@ y = x³ + a·x² + b·x from x alone, x uniform on the training x range, and a T
 last hidden layer (folder ``results/cubic/seed{seed}/grid/a{i}_b{j}/``; rule ``cubic_grid_seed`` trains
 every point of a seed in one job, which saves a Python and torch start-up per network).
 Every grid network of a seed starts from the same weights and sees the same x batches (its own
-seeded streams, :mod:`polyinterp.cubic.task`): only the target differs.
+seeded streams, :mod:`polyinterp.cubic.regressor.task`): only the target differs.
 
 ``grid_summary_step`` (rule ``cubic_grid_summary``) reads each network's latents along x, and the
 (x, a, b) regressor's latents (today's SAE) along x at the same (a, b), and scores every latent on
-whether it tracks the x range or the landmarks (:mod:`polyinterp.cubic.tracking`): per latent
+whether it tracks the x range or the landmarks (:mod:`polyinterp.cubic.probes.tracking`): per latent
 ``results/cubic/grid_latents.parquet``, per (seed, a, b, network) ``results/cubic/grid.parquet``.
 """
 
@@ -25,11 +25,11 @@ import pandas as pd
 import torch
 
 from polyinterp.config import config_hash
-from polyinterp.cubic.model import build_model
-from polyinterp.cubic.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL, cubic,
+from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.regressor.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL, cubic,
                                    generator, sample_x)
 from polyinterp.cubic.threads import intra_op_threads
-from polyinterp.cubic.train import check_alive, lr_factor
+from polyinterp.cubic.regressor.train import check_alive, lr_factor
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
@@ -113,7 +113,7 @@ def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None
     network (``widths``, ``train``, on ``x_range``), then a TopK SAE (``sae``) on its last hidden layer
     at ``activations.n_train`` fresh x (scored on ``n_heldout`` more); write ``model``, ``sae`` and a
     one-row ``metrics`` table."""
-    from polyinterp.cubic.sae import evaluate_sae, train_sae
+    from polyinterp.cubic.sae.autoencoder import evaluate_sae, train_sae
     from polyinterp.io import save_parquet, save_torch
 
     seed, a, b = int(params["seed"]), float(params["a"]), float(params["b"])
@@ -199,7 +199,7 @@ def summarize_network(scores: pd.DataFrame, chance_near_landmark: float) -> dict
     """Per (seed, a, b, network): the live latents' median / mean range and landmark scores, the
     share of live latents that track the x range (a latent is live when active somewhere on the line),
     the share that peak within bump_width of a landmark, ``chance_near_landmark`` (the share of the x
-    range that is, :func:`polyinterp.cubic.tracking.near_landmark_share`) and their ratio."""
+    range that is, :func:`polyinterp.cubic.probes.tracking.near_landmark_share`) and their ratio."""
     live = scores[scores.active_frac > 0]
     near = float(live.near_landmark.mean()) if len(live) else float("nan")
     return {
@@ -220,11 +220,11 @@ def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], j
     ``ib``, ``a``, ``b``; in the order of ``model``, ``sae`` and ``metrics``), the single network's
     SAE latents and the (x, a, b) regressor's (``joint_model``, ``joint_sae``: one per seed, in the
     order of ``params["seeds"]``) along ``x_points`` x over ``x_range`` at that (a, b), scored by
-    :func:`polyinterp.cubic.tracking.score_latents` (``x_bins``, ``bump_width``); write the per-latent
+    :func:`polyinterp.cubic.probes.tracking.score_latents` (``x_bins``, ``bump_width``); write the per-latent
     ``latents`` table and the per-(seed, a, b, network) ``table``."""
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.sae import load_sae, sae_layer
-    from polyinterp.cubic.tracking import near_landmark_share, score_latents
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.sae.autoencoder import load_sae, sae_layer
+    from polyinterp.cubic.probes.tracking import near_landmark_share, score_latents
     from polyinterp.io import load_parquet, save_parquet
 
     rows_in, seeds = params["rows"], [int(s) for s in params["seeds"]]

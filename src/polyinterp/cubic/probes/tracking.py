@@ -9,7 +9,7 @@ For a profile z(x) sampled on a grid ``xs`` over the x range:
   fires on one stretch of x, flat or ramped, scores high; 1 exactly for an indicator of such an
   interval.
 - **landmark scores**: the Pearson correlation of z with the Gaussian bumps at the polynomial's real
-  roots, critical points, inflection point and all of them (:mod:`polyinterp.cubic.landmarks`, one
+  roots, critical points, inflection point and all of them (:mod:`polyinterp.cubic.probes.landmarks`, one
   template per kind, NaN where the kind has no landmark near the x range), and the best kind.
 
 A latent *tracks the x range* when its range score exceeds its best landmark correlation. The range
@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from polyinterp.cubic.landmarks import KINDS, bump_template, cubic_landmarks, pearson_columns
+from polyinterp.cubic.probes.landmarks import KINDS, bump_template, cubic_landmarks, pearson_columns
 from polyinterp.errors import ConfigError
 
 

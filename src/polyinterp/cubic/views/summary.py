@@ -1,9 +1,9 @@
 """Per-layer and across-training summaries: one row per (seed, layer) and per (seed, checkpoint step).
 
-Each row condenses one view's SAE pipeline (see :mod:`polyinterp.cubic.views`): the SAE's held-out
+Each row condenses one view's SAE pipeline (see :mod:`polyinterp.cubic.views.regressor_views`): the SAE's held-out
 R², L0 and dead fraction and the regressor's relative MSE with the reconstruction spliced in
 (``sae_metrics.parquet``); the band latents and their median slope-search c, the same rule as
-``slopes_per_seed.parquet`` (:func:`polyinterp.cubic.bands.summarize_slopes`); and the best slope
+``slopes_per_seed.parquet`` (:func:`polyinterp.cubic.probes.bands.summarize_slopes`); and the best slope
 search over every live latent, whether or not it passed the band criteria: the highest held-out R²
 of a function of x + c·a (``best_slope_r2``, at ``best_slope_c``) and of x + a/3
 (``best_r2_at_cardano``). Per layer also the top mean landmark correlation of each kind.
@@ -16,8 +16,8 @@ import math
 
 import pandas as pd
 
-from polyinterp.cubic.bands import CARDANO_C, summarize_slopes
-from polyinterp.cubic.landmarks import KINDS
+from polyinterp.cubic.probes.bands import CARDANO_C, summarize_slopes
+from polyinterp.cubic.probes.landmarks import KINDS
 from polyinterp.errors import DataError
 from polyinterp.io import load_parquet, save_parquet
 

@@ -80,7 +80,7 @@ def generator(seed: int, stream: int) -> torch.Generator:
 
 def sample_x(n: int, x_range, generator: torch.Generator) -> torch.Tensor:
     """``[n, 1]`` float32 x drawn uniformly from ``x_range`` = (low, high) (CPU, seeded): the inputs of
-    a network that regresses one polynomial at fixed (a, b) (:mod:`polyinterp.cubic.grid`)."""
+    a network that regresses one polynomial at fixed (a, b) (:mod:`polyinterp.cubic.views.grid`)."""
     lo, hi = (float(v) for v in x_range)
     u = torch.rand(n, 1, generator=generator, dtype=torch.float64)
     return (lo + u * (hi - lo)).float()

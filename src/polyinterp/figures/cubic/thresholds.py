@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from polyinterp.cubic.thresholds import CRITERIA  # noqa: E402
+from polyinterp.cubic.probes.thresholds import CRITERIA  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 CARDANO_C = 1.0 / 3.0

@@ -12,9 +12,9 @@ import numpy as np
 from polyinterp.errors import DataError
 from polyinterp.figures.style import COLORS, LABELS
 from polyinterp.io import load_torch, save_figure
-from polyinterp.mnist.attack_bases import basis_model_name, present_bases
-from polyinterp.mnist.attack_steps import figure_steps, load_attack_table
-from polyinterp.mnist.attack_summary import attack_strength, summary_ks
+from polyinterp.mnist.attack.bases import basis_model_name, present_bases
+from polyinterp.mnist.attack.checkpoints import figure_steps, load_attack_table
+from polyinterp.mnist.attack.summary import attack_strength, summary_ks
 from polyinterp.mnist.model import model_name
 from polyinterp.mnist.model_specs import DEFAULT_MODEL
 

@@ -1,11 +1,11 @@
 """Joint clamping: a named set of (latent, factor) pairs applied to the SAE code at once.
 
 The blog scales two band latents by 1.5 while zeroing a third: z'_j = s_j·z_j for every j of the set,
-then the regressor's head maps the decoded layer to y (as in :mod:`polyinterp.cubic.clamping`, which
+then the regressor's head maps the decoded layer to y (as in :mod:`polyinterp.cubic.interventions.clamping`, which
 clamps one latent at a time). The step ``cubic_joint_clamping`` resolves the configured interventions
 (all band latents, each band latent alone, the strongest landmark latent, explicit indices), and asks
 of every clamped curve whether it is a vertical stretch or a horizontal shift of the unclamped one
-(:mod:`polyinterp.cubic.stretch_shift`).
+(:mod:`polyinterp.cubic.interventions.stretch_shift`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from polyinterp.cubic.clamping import choose_latents
+from polyinterp.cubic.interventions.clamping import choose_latents
 from polyinterp.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -130,13 +130,13 @@ def joint_clamp_step(*, model: str, sae: str, slopes: str, ranking: str, sets: s
     factor), resolved by :func:`resolve_interventions` from ``slopes`` and the landmark ``ranking``)
     to ``sae`` inside ``model``; for each polynomial of ``polys`` record the curves over x and fit the
     clamped curve by a stretch s·ŷ(x) + c and a shift ŷ(x − δ) + c of the SAE reconstruction ŷ
-    (:mod:`polyinterp.cubic.stretch_shift`; ŷ(x − δ) by running the model at x − δ, which leaves the
+    (:mod:`polyinterp.cubic.interventions.stretch_shift`; ŷ(x − δ) by running the model at x − δ, which leaves the
     training x range by up to |δ|). Writes the resolved ``sets``, the ``curves`` and one ``fits`` row
     per (intervention, polynomial) with both fits, δ beside a/3 and the verdict. Runs in float64."""
-    from polyinterp.cubic.model import load_model
-    from polyinterp.cubic.sae import load_sae
-    from polyinterp.cubic.stretch_shift import delta_grid, fit_shift, fit_stretch, verdict
-    from polyinterp.cubic.task import cubic
+    from polyinterp.cubic.regressor.model import load_model
+    from polyinterp.cubic.sae.autoencoder import load_sae
+    from polyinterp.cubic.interventions.stretch_shift import delta_grid, fit_shift, fit_stretch, verdict
+    from polyinterp.cubic.regressor.task import cubic
     from polyinterp.device import resolve_device
     from polyinterp.io import load_parquet, load_torch, save_parquet
 

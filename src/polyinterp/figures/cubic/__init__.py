@@ -1,0 +1,1 @@
+"""The cubic study's figures; each reads tables and saved tensors only."""
