@@ -26,16 +26,10 @@ include: "workflow/rules/cubic.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/scorecard.smk"
 include: "workflow/rules/run_config.smk"
+include: "workflow/rules/targets.smk"
 
 
 rule all:
     default_target: True
     input:
         ALL_TARGETS,
-
-
-rule figures:
-    localrule: True
-    input:
-        [f for f in ALL_TARGETS if f.startswith("results/figures/")],
-        RUN_CONFIG,

@@ -1,5 +1,5 @@
-# One rule per figure; each reads only tables and saved tensors. Named targets: fig1 … fig6, fig_models,
-# cubic_* (in cubic.smk) and `figures` (all of them). Each rule runs `polyinterp <rule>`.
+# One rule per figure, both studies; each reads only tables and saved tensors and runs `polyinterp
+# <rule>`. The named targets (fig1 … fig6, fig_models, cubic_fit … cubic_grid, figures) are in targets.smk.
 # fig2, fig3 and fig_models compare the MNIST models (mnist.models) in one file; fig1, fig4, fig5 and
 # fig6 are drawn per model: results/figures/fig5_<model>.{pdf,png}, and target fig5 builds every model's.
 
@@ -157,56 +157,247 @@ rule fig_models_fvu:
         STEP
 
 
-MNIST_FIGURES = [f for n in ("fig2", "fig3", "fig_models") for f in figure_files(n)] + [
-    f for n in ("fig1", "fig4", "fig5", "fig6") for f in model_figure_files(n)
-]
-ALL_TARGETS.extend(MNIST_FIGURES)
+# ----------------------------------------------------------------------------- cubic figures
+# Per-seed panels show the first seed; multi-seed panels show every seed.
+_FIRST = {"seed": SEEDS[0]}
 
 
-rule fig1:
-    localrule: True
+rule cubic_fig_fit:
     input:
-        model_figure_files("fig1"),
-        RUN_CONFIG,
+        curves=expand(rules.cubic_train.output.curves, **_FIRST),
+        train_curves=expand(rules.cubic_train.output.curve, seed=SEEDS),
+        fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
+    output:
+        out=report_figure("cubic_fit", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_fit"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_fit"),
+    benchmark:
+        bench_path("figures/cubic_fit")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig2:
-    localrule: True
+rule cubic_fig_landmarks:
     input:
-        figure_files("fig2"),
-        RUN_CONFIG,
+        table=expand(VIEWS.root(rules.cubic_landmark_table.output.table), **_FIRST),
+        ranking=expand(VIEWS.root(rules.cubic_landmark_table.output.ranking), **_FIRST),
+    output:
+        out=report_figure("cubic_landmarks", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]}),
+        files=step_files,
+    log:
+        log_path("figures/cubic_landmarks"),
+    benchmark:
+        bench_path("figures/cubic_landmarks")
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig3:
-    localrule: True
+rule cubic_fig_bands:
     input:
-        figure_files("fig3"),
-        RUN_CONFIG,
+        grid=expand(VIEWS.root(rules.cubic_band_detection.output.grid), **_FIRST),
+        bands=expand(VIEWS.root(rules.cubic_band_detection.output.latents), **_FIRST),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), **_FIRST),
+    output:
+        out=report_figure("cubic_bands", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]}),
+        files=step_files,
+    log:
+        log_path("figures/cubic_bands"),
+    benchmark:
+        bench_path("figures/cubic_bands")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig4:
-    localrule: True
+rule cubic_fig_slopes:
     input:
-        model_figure_files("fig4"),
-        RUN_CONFIG,
+        scan=expand(VIEWS.root(rules.cubic_slope_search.output.scan), seed=SEEDS),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
+        seeds=rules.cubic_summary.output.seeds,
+    output:
+        out=report_figure("cubic_slopes", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_slopes"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_slopes"),
+    benchmark:
+        bench_path("figures/cubic_slopes")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig5:
-    localrule: True
+rule cubic_fig_clamp:
     input:
-        model_figure_files("fig5"),
-        RUN_CONFIG,
+        curves=expand(rules.cubic_clamping.output.curves, **_FIRST),
+        summary=expand(rules.cubic_clamping.output.summary, **_FIRST),
+    output:
+        out=report_figure("cubic_clamp", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]}),
+        files=step_files,
+    log:
+        log_path("figures/cubic_clamp"),
+    benchmark:
+        bench_path("figures/cubic_clamp")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig6:
-    localrule: True
+rule cubic_fig_joint_clamp:
     input:
-        model_figure_files("fig6"),
-        RUN_CONFIG,
+        curves=expand(rules.cubic_joint_clamping.output.curves, **_FIRST),
+        fits=expand(rules.cubic_joint_clamping.output.fits, **_FIRST),
+    output:
+        out=report_figure("cubic_joint_clamp", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_joint_clamp"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_joint_clamp"),
+    benchmark:
+        bench_path("figures/cubic_joint_clamp")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
 
 
-rule fig_models:
-    localrule: True
+rule cubic_fig_thresholds:
     input:
-        figure_files("fig_models"),
-        RUN_CONFIG,
+        tables=expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
+    output:
+        out=report_figure("cubic_thresholds", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_thresholds"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_thresholds"),
+    benchmark:
+        bench_path("figures/cubic_thresholds")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_layers:
+    input:
+        table=rules.cubic_layers_summary.output.table,
+    output:
+        out=report_figure("cubic_layers", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_layers"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_layers"),
+    benchmark:
+        bench_path("figures/cubic_layers")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_training:
+    input:
+        table=rules.cubic_training_summary.output.table,
+    output:
+        out=report_figure("cubic_training", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_training"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_training"),
+    benchmark:
+        bench_path("figures/cubic_training")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_capacity:
+    input:
+        table=rules.cubic_capacity_summary.output.table,
+    output:
+        out=report_figure("cubic_capacity", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_capacity"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_capacity"),
+    benchmark:
+        bench_path("figures/cubic_capacity")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule cubic_fig_grid:
+    input:
+        table=rules.cubic_grid_summary.output.table,
+        latents=rules.cubic_grid_summary.output.latents,
+    output:
+        out=report_figure("cubic_grid", "Cubic regressor"),
+    params:
+        step=step_params("cubic_fig_grid"),
+        files=step_files,
+    log:
+        log_path("figures/cubic_grid"),
+    benchmark:
+        bench_path("figures/cubic_grid")
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
