@@ -45,15 +45,6 @@ def hermite_means(m: torch.Tensor, S: torch.Tensor, degree: int) -> list[torch.T
     return h
 
 
-def contract(T: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-    """⟨T, h⟩ over the last h.dim() slots of T [o, p, …, p] (T symmetric, so which slots does not matter)."""
-    q = h.dim()
-    if q == 0:
-        return T * h
-    lead = T.shape[:T.dim() - q]
-    return (T.reshape(*lead, -1) @ h.reshape(-1)).reshape(lead)
-
-
 def apply_all_slots(W: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
     """W ×₁ S ×₂ … ×_r S for W [o, p, …, p] (S symmetric): one contiguous batched product per slot."""
     r, o, p = W.dim() - 1, W.shape[0], S.shape[0]
@@ -76,20 +67,6 @@ def expand(Z: list[torch.Tensor], h: list[torch.Tensor], degree: int, symmetric:
             acc = acc + math.comb(b, r) * term
         out.append(symmetrize(acc) if symmetric else acc)
     return out
-
-
-def hermite_gram_component(theta: list[torch.Tensor], m: torch.Tensor, S: torch.Tensor,
-                           h: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
-    """E[g He⁽ᵇ⁾(u)], b = 0..n, for u ~ N(m, S) and g = Σ_a ⟨Θ_a, He⁽ᵃ⁾⟩ (tensors [o, p, …, p])."""
-    n = len(theta) - 1
-    h = hermite_means(m, S, n) if h is None else h
-    Z = []
-    for r in range(n + 1):
-        W = 0
-        for a in range(r, n + 1):
-            W = W + (math.factorial(a) // math.factorial(a - r)) * contract(theta[a], h[a - r])
-        Z.append(apply_all_slots(W, S))
-    return expand(Z, h, n)
 
 
 class HermiteGram:
