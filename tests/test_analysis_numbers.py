@@ -58,3 +58,55 @@ def test_the_sections_statements_hold_in_the_published_run(attack):
     # Random directions: from step 64 on within 0.005 of the clean accuracy at k = 10.
     assert all(abs(value(attack, 10, "any", "random", s) - value(attack, 10, "any", "random", s, "clean_accuracy"))
                < 0.005 for s in steps if s >= 64)
+
+
+# -- the early FVU section ---------------------------------------------------------------------------
+EARLY = RUN / "early_fvu.parquet"
+
+
+def early_section() -> str:
+    text = ANALYSIS.read_text()
+    start = text.index("**Early FVU, default config.**")
+    return text[start:text.index("\n## ", start)]
+
+
+@pytest.fixture(scope="module")
+def early() -> pd.DataFrame:
+    return pd.read_parquet(EARLY)
+
+
+def fvu(early, step, fit, definition, approximant="linear") -> float:
+    row = early[(early.step == step) & (early.fit == fit) & (early.definition == definition)
+                & (early.approximant == approximant)]
+    assert len(row) == 1, (step, fit, definition, approximant)
+    return float(row.value.iloc[0])
+
+
+def test_every_number_of_the_early_section_is_in_the_published_early_table():
+    table = (RUN / "early_fvu.md").read_text()
+    shown = set(re.findall(r"\b\d\.\d+\b", table))
+    quoted = [q for q in re.findall(r"\b\d\.\d{2,}\b", early_section())]
+    assert len(quoted) > 15
+    assert not [q for q in quoted if q not in shown], "numbers in the early section that the published table lacks"
+
+
+def test_the_early_sections_statements_hold_in_the_published_run(early):
+    paper, fits = 0.025, ["mixture_train", "gaussian_train", "gaussian_test", "mixture_test_uniform",
+                          "standard_normal", "standard_normal_centred"]
+    # The definition halves the headline and leaves it about 3x the paper's value.
+    ratio = fvu(early, 16, "mixture_train", "flat") / fvu(early, 16, "mixture_train", "ours")
+    assert 0.4 < ratio < 0.6
+    assert 2.5 < fvu(early, 16, "mixture_train", "flat") / paper < 3.5
+    # The test mixture is the lowest candidate fit under both definitions; the single Gaussians are higher.
+    for d in ("ours", "flat"):
+        assert min(fits, key=lambda f: fvu(early, 16, f, d)) == "mixture_test_uniform"
+        assert fvu(early, 16, "gaussian_train", d) > fvu(early, 16, "mixture_train", d)
+    assert fvu(early, 16, "standard_normal", "ours") > 10 * fvu(early, 16, "mixture_train", "ours")
+    # The least-squares floor is above twice the paper's value at steps 16 and 32 under both definitions.
+    for step in (16, 32):
+        assert min(fvu(early, step, "ols_test", d) for d in ("ours", "flat")) > 2 * paper
+        assert all(fvu(early, step, f, d) >= fvu(early, step, "ols_test", d) for f in fits for d in ("ours", "flat"))
+    # 0.025 appears at step 64 (flat, mixture fits) and for the quadratic at step 16 (ours).
+    for f in ("mixture_train", "mixture_test_uniform"):
+        assert abs(fvu(early, 64, f, "flat") / paper - 1) < 0.25
+    assert abs(fvu(early, 16, "mixture_train", "ours", "quadratic") / paper - 1) < 0.25
