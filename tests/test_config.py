@@ -104,7 +104,7 @@ def test_config_hash_is_stable_and_sensitive():
 
 
 def test_inner_dtype_choices_are_what_the_library_accepts():
-    from polyinterp.approx.fits.quadratic_mixture import INNER_DTYPES
+    from polyinterp.approx.solvers.precision import INNER_DTYPES
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     enum = schema["properties"]["mnist"]["properties"]["approx"]["properties"]["inner_dtype"]["enum"]

@@ -31,7 +31,7 @@ from polyinterp.approx import (GLU, GaussianMixture, ReducedPolynomialApproximan
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.evaluate.exact_fvu import exact_fvu
 from polyinterp.approx.moments.hermite_gram import HermiteGram
-from polyinterp.approx.moments.hermite_rhs import rhs_mixture
+from polyinterp.approx.moments.hermite_rhs import hermite_rhs_mixture
 from polyinterp.approx.moments.polynomial_basis import PolynomialBasis
 from reference_quadrature import split_normal_nodes as _nodes
 from random_problems import random_model as _model
@@ -170,7 +170,7 @@ def test_cubic_equals_brute_force_normal_equations(kind, act, d, p):
         means, covs = pcs.reduce(mix)
         G_ours = HermiteGram(mix.weights, means, covs, basis).dense().numpy()
         assert np.abs(G_ours - M @ G @ M.T).max() <= 1e-10 * np.abs(G_ours).max()
-        b_ours = basis.pack(rhs_mixture(model, mix.weights, mix.means, mix.covs, pcs.mean, pcs.basis, n)).numpy()
+        b_ours = basis.pack(hermite_rhs_mixture(model, mix.weights, mix.means, mix.covs, pcs.mean, pcs.basis, n)).numpy()
         assert np.abs(b_ours.T - M @ rhs).max() <= 1e-10 * np.abs(b_ours).max()
     # under a mixture the least-squares quadratic is not the truncation of the cubic
     q3 = fits[3].coefficients[:, :fits[2].coefficients.shape[1]]

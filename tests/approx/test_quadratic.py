@@ -12,7 +12,8 @@ from polyinterp.approx import GaussianMixture, quadratic_approximant, quadratic_
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.block_pcg import block_pcg
 from polyinterp.approx.solvers.gram_operator import GramOperator
-from polyinterp.approx.fits.quadratic_mixture import rhs_mixture, standard_gaussian_inverse
+from polyinterp.approx.fits.quadratic_mixture import standard_gaussian_inverse
+from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 
 DT = torch.float64
 CASES = [("mlp", "relu"), ("mlp", "gelu"), ("mlp", "tanh"), ("glu", "relu"), ("glu", "gelu")]
@@ -88,7 +89,7 @@ def test_mixture_exact_equals_assembled_normal_equations(random_model, random_mi
         Gk[1 + d:, 1:1 + d] = m3[:, iu, ju].T
         Gk[1 + d:, 1 + d:] = m4[iu, ju][:, iu, ju]
         G += float(mix.weights[k]) * Gk
-    r0, r1, R2 = rhs_mixture(model, mix)
+    r0, r1, R2 = monomial_rhs(model, mix)
     rhs = torch.cat([r0[:, None], r1, R2[:, iu, ju]], 1).numpy()  # E[f b]
     direct = np.linalg.solve(G, rhs.T).T
     quad = quadratic_approximant(model, mix, tol=1e-12, max_iter=1000)
@@ -101,7 +102,7 @@ def test_rhs_matches_monte_carlo(random_model, random_mixture):
     d = 4
     model = random_model("glu", d, 8, 2, seed=11, activation="relu")
     mix = random_mixture(d, 3, seed=12)
-    r0, r1, R2 = rhs_mixture(model, mix)
+    r0, r1, R2 = monomial_rhs(model, mix)
     x = mix.sample(1_000_000, seed=13)
     f = model(x)
     terms = [(f, r0), (f[:, :, None] * x[:, None, :], r1), (f[:, :, None, None] * (x[:, :, None] * x[:, None, :])[:, None], R2)]
@@ -119,7 +120,7 @@ def test_single_gaussian_closed_form_equals_operator_route(kind, act, random_mod
     one = random_mixture(d, 1, seed=6)
     closed = quadratic_gaussian(model, one.means[0], one.covs[0])
     two = GaussianMixture(torch.tensor([0.25, 0.75], dtype=DT), one.means.expand(2, d), one.covs.expand(2, d, d))
-    rhs = rhs_mixture(model, two)
+    rhs = monomial_rhs(model, two)
     op = GramOperator(two)
     zero = tuple(torch.zeros_like(t) for t in rhs)
     (a, b, G), it, rel, _ = block_pcg(op, op, standard_gaussian_inverse, rhs, zero, 1e-13, 500)

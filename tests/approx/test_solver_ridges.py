@@ -13,7 +13,7 @@ import torch
 from polyinterp.approx import MLP, GaussianMixture, SolverPlan, quadratic_approximant
 from polyinterp.approx.solvers.gram_operator import GramOperator
 from polyinterp.approx.core.iteration_hooks import between_iterations, installed
-from polyinterp.approx.fits.quadratic_mixture import rhs_mixture
+from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 
 DT = torch.float64
 RIDGES = (1e-2, 1e-3, 1e-4)
@@ -75,7 +75,7 @@ def _direct_whitened(model, mix, plan):
     units, iu, ju = _unit_quadratics(wmix.d)
     gram = _moments(GramOperator(wmix)(units), iu, ju)  # row p: E[φ_p φ]
     gram = 0.5 * (gram + gram.T)
-    rhs = _moments(rhs_mixture(model.affine(W.M, W.shift), wmix), iu, ju)
+    rhs = _moments(monomial_rhs(model.affine(W.M, W.shift), wmix), iu, ju)
     return torch.linalg.solve(gram, rhs.T).T, iu, ju  # [o, N]
 
 

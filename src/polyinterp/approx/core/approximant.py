@@ -8,12 +8,13 @@ from typing import Any
 import torch
 
 from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_rows
 
 _CHUNK_BYTES = 128 * 2**20
 
 
 @dataclass
-class Approximant:
+class Approximant(FittedPolynomial):
     """Coefficients ``alpha [o]``, ``beta [o, d]`` and ``gamma [o, d, d]`` (symmetric; ``None`` for a
     linear approximant), and ``fit_info`` (method, iterations, residual, seconds, …)."""
 
@@ -48,25 +49,18 @@ class Approximant:
         checkpoints of seed 0): at most 2.6e-8 (FVU) and 9.2e-8 (KL), no argmax changed;
         ``tests/approx/test_approximant_dtype.py`` checks the bound on a fitted random MLP.
         """
-        if x.shape[-1] != self.d:
-            raise ApproxInputError(f"input has {x.shape[-1]} features, the approximant expects d = {self.d}")
-        squeeze = x.dim() == 1
-        x = x.reshape(-1, self.d).to(self.dtype)
         if self.gamma is None:
-            out = x @ self.beta.T + self.alpha
-        else:
-            quad_dtype = quad_dtype or self.dtype
-            if chunk_size is None:
-                chunk_size = max(1, _CHUNK_BYTES // (quad_dtype.itemsize * self.o * self.d))
-            G = self.gamma.permute(1, 0, 2).reshape(self.d, self.o * self.d).to(quad_dtype)  # [d, o·d]
-            outs = []
-            for xc in x.split(chunk_size):
-                xq = xc.to(quad_dtype)
-                xG = (xq @ G).view(-1, self.o, self.d)
-                quad = torch.einsum("nod,nd->no", xG, xq).to(self.dtype)
-                outs.append(quad + xc @ self.beta.T + self.alpha)
-            out = torch.cat(outs) if outs else x.new_zeros(0, self.o)
-        return out[0] if squeeze else out
+            return self._evaluate(x, None, lambda xc: xc @ self.beta.T + self.alpha)
+        quad_dtype = quad_dtype or self.dtype
+        G = self.gamma.permute(1, 0, 2).reshape(self.d, self.o * self.d).to(quad_dtype)  # [d, o·d]
+
+        def rows(xc):
+            xq = xc.to(quad_dtype)
+            xG = (xq @ G).view(-1, self.o, self.d)
+            quad = torch.einsum("nod,nd->no", xG, xq).to(self.dtype)
+            return quad + xc @ self.beta.T + self.alpha
+
+        return self._evaluate(x, chunk_size or chunk_rows(_CHUNK_BYTES, quad_dtype.itemsize * self.o * self.d), rows)
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "Approximant":
         f = lambda t: None if t is None else t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa

@@ -21,7 +21,7 @@ from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.core.mlp import GLU, MLP
 from polyinterp.approx.evaluate.metrics import expected_sq_norm
-from polyinterp.approx.fits.quadratic_mixture import rhs_mixture
+from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 from polyinterp.approx.moments.output_moments import output_moments
 from polyinterp.approx.solvers.gram_operator import inner
 
@@ -39,7 +39,7 @@ def exact_fvu(model, approximants: dict[str, Approximant], mixture: GaussianMixt
     var = float((ef2 - ef * ef).sum())
     if not var > 0:
         raise ApproxInputError("the model's output is constant under this mixture, so the FVU is undefined")
-    rhs = rhs_mixture(model.to(dtype=mixture.dtype), mixture)  # E[f], E[f x], E[f x xᵀ], shared by all g
+    rhs = monomial_rhs(model.to(dtype=mixture.dtype), mixture)  # E[f], E[f x], E[f x xᵀ], shared by all g
     out = {}
     for name, g in approximants.items():
         q = g.to(mixture.device, mixture.dtype).quadratic()

@@ -7,7 +7,7 @@ import torch
 from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.mixture import GaussianMixture
-from polyinterp.approx.fits.quadratic_mixture import rhs_mixture
+from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 from polyinterp.approx.solvers.gram_operator import GramOperator, inner
 
 
@@ -124,7 +124,7 @@ def fidelity(model, approximant: Approximant, x: torch.Tensor, chunk_size: int =
 def expected_inner(model, approximant: Approximant, mixture: GaussianMixture) -> torch.Tensor:
     """E[f_o · g_o] under the mixture, per output [o] (exact: the coefficients against E[f·basis])."""
     g = approximant.to(mixture.device, mixture.dtype).quadratic()
-    return inner((g.alpha, g.beta, g.gamma), rhs_mixture(model.to(dtype=mixture.dtype), mixture))
+    return inner((g.alpha, g.beta, g.gamma), monomial_rhs(model.to(dtype=mixture.dtype), mixture))
 
 
 def expected_sq_norm(approximant: Approximant, mixture: GaussianMixture) -> torch.Tensor:

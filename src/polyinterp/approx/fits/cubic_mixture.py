@@ -18,9 +18,9 @@ G and b): under a mixture the least-squares quadratic is not the truncation of t
 
 Solvers (``method``): ``"dense"`` assembles G [N, N] from the operator on identity columns and
 solves by Cholesky (``"eigh"`` pseudo-inverse when G + ridge·I is not numerically positive
-definite: eigenvalues ≤ ``rcond`` × largest dropped); ``"pcg"`` runs block conjugate gradients on
-the o right-hand sides with the matrix-free operator (≈ 3·K·o·p⁴ multiply-adds per product at
-n = 3), Jacobi-preconditioned (diag G by the same formulas at i = j), from the moment-matched
+definite: eigenvalues ≤ ``rcond`` × largest dropped); ``"pcg"`` runs block conjugate gradients
+(:func:`~polyinterp.approx.solvers.block_pcg.block_pcg`, the one of every exact solve) on the o
+right-hand sides with the matrix-free operator (≈ 3·K·o·p⁴ multiply-adds per product at n = 3), Jacobi-preconditioned (diag G by the same formulas at i = j), from the moment-matched
 solution (or a warm start), to a relative residual ‖b − Gθ‖/‖b‖ ≤ ``tol`` per output, declared on
 a true float64 residual; ``"auto"`` is dense for N ≤ ``dense_max`` (default 600: assembly costs N
 operator columns, PCG o columns per iteration), PCG otherwise. Dense at p = 50 would cost
@@ -56,22 +56,23 @@ import torch
 
 from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_rows, fvu_from_moments
 from polyinterp.approx.moments.hermite_gram import HermiteGram, gram_diagonal
-from polyinterp.approx.moments.hermite_rhs import rhs_mixture
-from polyinterp.approx.core.iteration_hooks import between_iterations
+from polyinterp.approx.moments.hermite_rhs import hermite_rhs_mixture
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.core.mlp import check_model
 from polyinterp.approx.moments.polynomial_basis import PolynomialBasis, monomial_tensors
 from polyinterp.approx.core.principal_components import PrincipalComponents, principal_components
 from polyinterp.approx.moments.output_moments import output_moments
+from polyinterp.approx.solvers.block_pcg import block_pcg
+from polyinterp.approx.solvers.precision import resolve_inner_dtype
 
 _CHUNK_BYTES = 64 * 2**20
 METHODS = ("auto", "dense", "pcg")
-_INNER = {"float32": torch.float32, "float64": None, None: None}
 
 
 @dataclass
-class ReducedPolynomialApproximant:
+class ReducedPolynomialApproximant(FittedPolynomial):
     """g(x) = Σ_α coefficients[o, α] ψ_α(u(x)), u(x) = whitened principal components of x.
 
     ``degree`` n, ``components`` p, ``pcs`` (:class:`PrincipalComponents`: the projection),
@@ -98,16 +99,9 @@ class ReducedPolynomialApproximant:
 
     def __call__(self, x: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
         """g(x) for x [n, d] (or [d]) in the original coordinates → [n, o] (or [o]), in chunks."""
-        if x.shape[-1] != self.d:
-            raise ApproxInputError(f"input has {x.shape[-1]} features, the approximant expects d = {self.d}")
-        squeeze = x.dim() == 1
-        x = x.reshape(-1, self.d).to(self.dtype)
         basis = self.basis
-        if chunk_size is None:
-            chunk_size = max(1, _CHUNK_BYTES // (self.dtype.itemsize * 2 * max(basis.size, self.d)))
-        outs = [basis.features(self.pcs.project(xc)) @ self.coefficients.T for xc in x.split(chunk_size)]
-        out = torch.cat(outs) if outs else x.new_zeros(0, self.o)
-        return out[0] if squeeze else out
+        rows = chunk_rows(_CHUNK_BYTES, self.dtype.itemsize * 2 * max(basis.size, self.d))
+        return self._evaluate(x, chunk_size or rows, lambda xc: basis.features(self.pcs.project(xc)) @ self.coefficients.T)
 
     def hermite_tensors(self) -> list[torch.Tensor]:
         """Symmetric tensors Θ_a [o, p, …, p], a = 0..n, with g = Σ_a ⟨Θ_a, He⁽ᵃ⁾(u)⟩."""
@@ -150,14 +144,7 @@ class ReducedPolynomialApproximant:
         """E‖f − g‖² / Σ_o Var f_o under the fitting mixture, exactly (module docstring); with
         ``per_output`` a float64 tensor [o] of E(f_o − g_o)²/Var f_o."""
         m = self.expected_moments()
-        err = m["ef2"] - 2 * m["efg"] + m["eg2"]
-        var = m["ef2"] - m["ef"] ** 2
-        if per_output:
-            return err / var
-        total = float(var.sum())
-        if not total > 0:
-            raise ApproxInputError("the model's output is constant under this mixture, so the FVU is undefined")
-        return float(err.sum()) / total
+        return fvu_from_moments(m["ef2"] - 2 * m["efg"] + m["eg2"], m["ef2"] - m["ef"] ** 2, per_output, "mixture")
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "ReducedPolynomialApproximant":
         """A copy on ``device`` in ``dtype`` (the cached moments come along; the source model does not)."""
@@ -208,63 +195,12 @@ def _solve_dense(op: HermiteGram, b: torch.Tensor, ridge: float, rcond: float):
     return ((b @ Q) / evals[keep]) @ Q.T, {"solve": "eigh", "rank": int(keep.sum())}
 
 
-def _block_pcg(apply_hi, apply_lo, precond, b: torch.Tensor, x0: torch.Tensor, tol: float, max_iter: int,
-               replace_factor: float = 0.1):
-    """Block PCG for G X = B with the o right-hand sides as rows (one shared Krylov space).
-
-    The search block is G-orthonormalised every iteration (eigh of PᵀGP, directions below 1e-12 of
-    the largest dropped, so converged columns cannot break it down). ``apply_lo`` computes the
-    products inside the iteration (e.g. in float32); ``apply_hi`` (float64) the true residual at the
-    start, whenever the recursive one has fallen by ``replace_factor`` since the last true one
-    (reliable updates), and before convergence is declared, which is only ever on a true residual.
-    Returns (x, iterations, relative residuals [o], history, number of true residuals).
-    """
-    bnorm = b.norm(dim=1).clamp_min(torch.finfo(b.dtype).tiny)
-    X = x0.clone()
-    R = b - apply_hi(X)
-    rel = R.norm(dim=1) / bnorm
-    last_true = rel.clone()
-    history, n_true, it = [float(rel.max())], 1, 0
-    P = precond(R)
-    while it < max_iter and not bool((rel <= tol).all()):
-        between_iterations()
-        Q = apply_lo(P)
-        C = P @ Q.T
-        lam, V = torch.linalg.eigh(0.5 * (C + C.T))
-        keep = lam > 1e-12 * lam[-1].clamp_min(torch.finfo(lam.dtype).tiny)
-        if not bool(keep.any()):
-            break
-        T = (V[:, keep] / lam[keep].sqrt()).T  # [s', s]
-        P, Q = T @ P, T @ Q
-        alpha = R @ P.T  # [o, s']
-        X += alpha @ P
-        R -= alpha @ Q
-        it += 1
-        rel = R.norm(dim=1) / bnorm
-        if bool((rel <= tol).all()) or it == max_iter or bool((rel <= replace_factor * last_true).all()):
-            R = b - apply_hi(X)
-            rel, n_true = R.norm(dim=1) / bnorm, n_true + 1
-            last_true = rel.clone()
-        history.append(float(rel.max()))
-        Z = precond(R)
-        P = Z - (Z @ Q.T) @ P
-    return X, it, rel, history, n_true
-
-
 def _check_common(model, mixture, degree):
     if not isinstance(mixture, GaussianMixture):
         raise ApproxInputError(f"mixture must be a GaussianMixture, got {type(mixture).__name__}")
     check_model(model, mixture.d, mixture.device)
     if isinstance(degree, bool) or not isinstance(degree, int) or degree < 0:
         raise ApproxInputError(f"degree must be a non-negative int, got {degree!r}")
-
-
-def _inner_dtype(inner_dtype):
-    inner = _INNER.get(inner_dtype, inner_dtype) if isinstance(inner_dtype, str) or inner_dtype is None else inner_dtype
-    if isinstance(inner, str) or inner not in (None, torch.float32, torch.float64):
-        raise ApproxInputError(f"inner_dtype must be 'float32', 'float64', None, torch.float32 or torch.float64, "
-                               f"got {inner_dtype!r}")
-    return None if inner == torch.float64 else inner
 
 
 def _solve_pcg(op: HermiteGram, b, x0, ws, ridge, inner, tol, max_iter, means, covs, weights):
@@ -287,7 +223,10 @@ def _solve_pcg(op: HermiteGram, b, x0, ws, ridge, inner, tol, max_iter, means, c
         lo = op.to(inner)
         apply_lo = ((lambda th: lo(th.to(inner)).to(th.dtype) + ridge * th) if ridge
                     else (lambda th: lo(th.to(inner)).to(th.dtype)))
-    theta, it, rel, hist, n_true = _block_pcg(apply, apply_lo, lambda r: r * inv, b, x0, tol, max_iter)
+    # the coefficients [o, N] as a block of one part, (θ,), for the one block PCG of every exact solve
+    (theta,), it, rel, pcg = block_pcg(lambda T: (apply(T[0]),), lambda T: (apply_lo(T[0]),),
+                                       lambda T: (T[0] * inv,), (b,), (x0,), tol, max_iter)
+    hist, n_true = pcg["history"], pcg["true_residuals"]
     info = {"solve": "block_pcg", "preconditioner": "jacobi", "start": start, "iterations": it,
             "inner_dtype": str(inner or b.dtype).replace("torch.", ""), "converged": bool((rel <= tol).all()),
             "true_residuals": n_true, "residual_history": hist}
@@ -326,7 +265,7 @@ def reduced_polynomial_approximants(model, mixture: GaussianMixture, components:
         raise ApproxInputError(f"method must be one of {METHODS}, got {method!r}")
     if not tol > 0 or ridge < 0 or not rcond > 0:
         raise ApproxInputError(f"need tol > 0, ridge >= 0, rcond > 0; got tol={tol}, ridge={ridge}, rcond={rcond}")
-    inner = _inner_dtype(inner_dtype)
+    inner = resolve_inner_dtype(inner_dtype, ("float32", "float64"))
     t0 = time.perf_counter()
     if mixture.dtype != torch.float64:
         mixture = mixture.to(dtype=torch.float64)
@@ -341,10 +280,10 @@ def reduced_polynomial_approximants(model, mixture: GaussianMixture, components:
     nmax = degrees[-1]
     t_rhs = time.perf_counter()
     full = PolynomialBasis(pcs.p, nmax)
-    b_full = full.pack(rhs_mixture(model, mixture.weights, mixture.means, mixture.covs, pcs.mean, pcs.basis, nmax))
+    b_full = full.pack(hermite_rhs_mixture(model, mixture.weights, mixture.means, mixture.covs, pcs.mean, pcs.basis, nmax))
     # the moment-matched start: under N(0, I) of u the Gram is I, so its least-squares θ is its own b
     mm = mixture.moment_matched()
-    b_mm = full.pack(rhs_mixture(model, mm.weights, mm.means, mm.covs, pcs.mean, pcs.basis, nmax))
+    b_mm = full.pack(hermite_rhs_mixture(model, mm.weights, mm.means, mm.covs, pcs.mean, pcs.basis, nmax))
     t_rhs = time.perf_counter() - t_rhs
     out = {}
     for n in degrees:

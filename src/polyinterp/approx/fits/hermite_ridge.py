@@ -63,6 +63,7 @@ import torch
 
 from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.core.errors import ApproxInputError
+from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_rows, fvu_from_moments
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.core.mlp import GLU, check_model
 from polyinterp.approx.moments.univariate import hermite_moments
@@ -85,7 +86,7 @@ def _hermite_sum(t: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class HermiteRidgeApproximant:
+class HermiteRidgeApproximant(FittedPolynomial):
     """g(x) = b2 + W2 u(x), u_i = Σ_{k≤n} coef[i, k] He_k(t_i) [+ r_i Σ_{k<n} gate_coef[i, k] He_k(t_i)],
     t = (x − mean) directionsᵀ, r = (x − mean) gateᵀ (GLU only). See the module docstring.
 
@@ -124,15 +125,8 @@ class HermiteRidgeApproximant:
 
     def __call__(self, x: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
         """g(x) for x [n, d] (or [d]) → [n, o] (or [o]), in chunks of inputs (memory O(chunk·h))."""
-        if x.shape[-1] != self.d:
-            raise ApproxInputError(f"input has {x.shape[-1]} features, the approximant expects d = {self.d}")
-        squeeze = x.dim() == 1
-        x = x.reshape(-1, self.d)
-        if chunk_size is None:
-            chunk_size = max(1, _CHUNK_BYTES // (self.dtype.itemsize * 4 * max(self.h, self.d)))
-        outs = [self.hidden(xc) @ self.out_weight.T + self.out_bias for xc in x.split(chunk_size)]
-        out = torch.cat(outs) if outs else x.new_zeros(0, self.o, dtype=self.dtype)
-        return out[0] if squeeze else out
+        rows = chunk_rows(_CHUNK_BYTES, self.dtype.itemsize * 4 * max(self.h, self.d))
+        return self._evaluate(x, chunk_size or rows, lambda xc: self.hidden(xc) @ self.out_weight.T + self.out_bias)
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "HermiteRidgeApproximant":
         """A copy on ``device`` in ``dtype``."""
@@ -201,14 +195,7 @@ class HermiteRidgeApproximant:
         the orthogonal projection of f_o), see the module docstring (float32 coefficients: accuracy
         there)."""
         m = self.expected_moments()
-        var = m["ef2"] - m["ef"] ** 2
-        err = m["ef2"] - m["eg2"]
-        if per_output:
-            return err / var
-        total = float(var.sum())
-        if not total > 0:
-            raise ApproxInputError("the model's output is constant under this Gaussian, so the FVU is undefined")
-        return float(err.sum()) / total
+        return fvu_from_moments(m["ef2"] - m["eg2"], m["ef2"] - m["ef"] ** 2, per_output, "Gaussian")
 
     # -- storage -----------------------------------------------------------------------------------
     _STATE = ("mean", "directions", "coef", "out_weight", "out_bias", "scale", "gate", "gate_coef")

@@ -44,36 +44,13 @@ from polyinterp.approx.solvers.deflation import Deflation
 from polyinterp.approx.core.device_clock import clock
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
-from polyinterp.approx.solvers.gram_operator import Theta, add, block_inner, cast, sym
+from polyinterp.approx.solvers.gram_operator import Theta, add, block_inner, cast
 from polyinterp.approx.core.mixture import GaussianMixture
+from polyinterp.approx.solvers.precision import INNER_DTYPES, fast_inner_dtype, resolve_inner_dtype  # noqa: F401 (re-exported)
 from polyinterp.approx.solvers.mixture_preconditioner import BasisPreconditioner, form_to_dual, to_form
 from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
 from polyinterp.approx.solvers.solver_plan import SolverPlan
-from polyinterp.approx.moments.stein import stein_data
-
-
-def rhs_mixture(model, mixture: GaussianMixture) -> Theta:
-    """(E[f], E[f x], E[f x xᵀ]) under the mixture, by first/second-order Stein per component:
-    E_k[f x xᵀ] = E_k[f] (Σ_k + μ_kμ_kᵀ) + Σ_k E_k[∇²f] Σ_k + μ_k E_k[f z]ᵀ + E_k[f z] μ_kᵀ with E_k[f z] = Σ_k E_k[∇f].
-    The Hessian sandwiches accumulate in place and the other terms, linear in the per-component
-    expectations, are one product over the components each (no [o, d, d] temporary per component)."""
-    w, m, S = mixture.weights, mixture.means, mixture.covs
-    K, d = m.shape
-    Ef, Efz, R2 = [], [], None
-    for k in range(K):
-        sd = stein_data(model, m[k], S[k], order=2)
-        Ef.append(sd.mean_f)
-        Efz.append(sd.grad @ S[k])
-        H = sd.hess.sandwich(S[k])  # Σ_k E_k[∇²f] Σ_k [o, d, d], a fresh tensor
-        R2 = H.mul_(w[k]) if R2 is None else R2.add_(H, alpha=float(w[k]))
-    wEf = (w[:, None] * torch.stack(Ef)).T  # [o, K]: w_k E_k[f]
-    wEfz = w[:, None, None] * torch.stack(Efz)  # [K, o, d]: w_k E_k[f z]
-    o = wEf.shape[0]
-    R2 += (wEf @ S.reshape(K, -1)).view(o, d, d)
-    R2 += torch.einsum("ok,ki,kj->oij", wEf, m, m)
-    mEfz = torch.einsum("ki,koj->oij", m, wEfz)
-    R2 += mEfz + mEfz.transpose(1, 2)
-    return wEf.sum(1), wEf @ m + wEfz.sum(0), sym(R2)
+from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 
 
 def standard_gaussian_inverse(r: Theta) -> Theta:
@@ -83,22 +60,6 @@ def standard_gaussian_inverse(r: Theta) -> Theta:
     G = 0.5 * (R2 - r0[:, None, None] * eye)
     return r0 - torch.diagonal(G, dim1=1, dim2=2).sum(-1), r1, G
 
-
-def fast_inner_dtype(device) -> torch.dtype:
-    """bfloat16 where its matrix products are fast (CUDA compute capability ≥ 8.0; CPUs with
-    AVX512-BF16 or AMX), else float32 (elsewhere bfloat16 is emulated and slower than float32)."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.get_device_capability(device)[0] >= 8 else torch.float32
-    if device.type == "cpu":
-        cpu = getattr(torch, "cpu", None)
-        probes = [getattr(cpu, n, None) for n in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-        if any(f is not None and f() for f in probes):
-            return torch.bfloat16
-    return torch.float32
-
-
-INNER_DTYPES = {"auto": "auto", "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": None}
 
 # Reliable updates: the float64 residual replaces the recursive one once that has fallen by this factor
 # since the last float64 one. bfloat16 products (good to ≈ 3e-3) let the recursive residual drift from the
@@ -115,18 +76,9 @@ def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype)
     """(operator inside the iteration, resolved dtype): ``op_hi`` itself for float64, else a float32
     copy of it whose products run in the resolved dtype (any input precision, float32 output: the
     iteration's search directions are float32 then)."""
-    if isinstance(inner_dtype, str):
-        if inner_dtype not in INNER_DTYPES:
-            raise ApproxInputError(f"inner_dtype must be one of {sorted(INNER_DTYPES)}, got {inner_dtype!r}")
-        inner_dtype = INNER_DTYPES[inner_dtype]
-    if inner_dtype == "auto":
-        # below d ≈ 256 the products are cheap and bfloat16 would only cost iterations
-        inner_dtype = fast_inner_dtype(wmix.device) if wmix.d >= 256 else torch.float32
+    inner_dtype = resolve_inner_dtype(inner_dtype, device=wmix.device, d=wmix.d)
     if inner_dtype is None or inner_dtype == wmix.dtype:
         return op_hi, wmix.dtype
-    if inner_dtype not in (torch.float32, torch.bfloat16):
-        raise ApproxInputError(f"inner_dtype must be 'auto', None, torch.float32 or torch.bfloat16 (or one of "
-                               f"{sorted(INNER_DTYPES)}), got {inner_dtype!r}")
     lo = op_hi.to(torch.float32, product_dtype=inner_dtype)
     return (lambda th: lo(cast(th, torch.float32))), inner_dtype
 
@@ -191,7 +143,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     t_setup_end = clock(Q)
     t_setup = t_setup_end - t_setup
     wmodel = model.affine(W.M, W.shift)
-    rhs = dual_to_q(rhs_mixture(wmodel, wmix))
+    rhs = dual_to_q(monomial_rhs(wmodel, wmix))
     t_rhs = clock(Q)
     eye = torch.eye(W.rank, dtype=mixture.dtype, device=mixture.device)
     zero = torch.zeros(W.rank, dtype=mixture.dtype, device=mixture.device)

@@ -98,7 +98,7 @@ def rhs_component(model, mean: torch.Tensor, cov: torch.Tensor, shift: torch.Ten
     return expand(Z, h, degree, symmetric)
 
 
-def rhs_mixture(model, weights, means, covs, shift: torch.Tensor, B: torch.Tensor, degree: int) -> list[torch.Tensor]:
+def hermite_rhs_mixture(model, weights, means, covs, shift: torch.Tensor, B: torch.Tensor, degree: int) -> list[torch.Tensor]:
     """Σ_k π_k E_k[f He⁽ᵇ⁾(u)], b = 0..degree (tensors [o, p, …, p])."""
     out = None
     for k in range(weights.shape[0]):
