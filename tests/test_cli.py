@@ -12,6 +12,9 @@ from workflow_helpers import run_snakemake
 
 from polyinterp import cli
 
+# the steps whose training loops (many small operations) run on the one thread their rule declares
+ONE_THREAD = {"mnist_train", "cubic_train", "cubic_sae", "cubic_capacity_train", "cubic_grid_seed"}
+
 
 def test_every_step_is_a_keyword_only_function():
     table = cli.step_table()
@@ -30,6 +33,26 @@ def test_help_lists_the_steps(capsys):
         assert f"  {step}\n" in out + "\n"
     assert cli.main(["no_such_step"]) == 2
     assert "unknown step 'no_such_step'" in capsys.readouterr().err
+
+
+def test_the_command_line_runs_a_step_on_the_threads_it_is_given(monkeypatch):
+    import torch
+
+    seen = []
+
+    def probe(*, params: dict) -> None:
+        seen.append((torch.get_num_threads(), params))
+
+    monkeypatch.setattr(cli, "step_table", lambda: {"probe": "anywhere:probe"})
+    monkeypatch.setattr(cli, "step_function", lambda target: probe)
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(3 - n)
+            assert cli.main(["probe", "--params", '{"a": 1}', "--threads", str(n)]) == 0
+        assert seen == [(1, {"a": 1}), (2, {"a": 1})]
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_missing_file_argument_is_a_usage_error(capsys):
@@ -55,6 +78,8 @@ def test_every_rule_command_parses_against_its_step(tmp_path):
         seen.add(step)
         func = cli.step_function(table[step])
         args = vars(cli.step_parser(step, func).parse_args(rest))
+        if step in ONE_THREAD:  # threads are set once, by the rule: its training loop runs on one
+            assert args["threads"] == 1, step
         given = {k for k, v in args.items() if v not in (None, [])} - {"threads"}
         signature = inspect.signature(func).parameters
         required = {n for n, p in signature.items() if p.default is inspect.Parameter.empty}
@@ -86,3 +111,13 @@ def test_step_files_names_every_file_once():
         cli.step_files(None, inp, _Files(["o.pt"], {"model": "o.pt"}))
     # an empty list (e.g. no warm start) is left out
     assert cli.step_files(None, _Files([], {"warm": []}), out) == "--out o.pt"
+
+
+def test_no_rule_names_its_step_again():
+    """The step is the rule's own name (params.rule, added once all rules are defined): no rules file
+    passes a name to step_params."""
+    from pathlib import Path
+
+    rules = Path(__file__).resolve().parents[1] / "workflow" / "rules"
+    for smk in rules.glob("*.smk"):
+        assert not re.search(r'step_params\(\s*["\']', smk.read_text()), smk

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from workflow_helpers import REPO, SMOKE, merged_config, run_snakemake
-from polyinterp.config import study_seeds
-from polyinterp.mnist.schedule import checkpoint_steps
+from polyinterp.rules import study_seeds
+from polyinterp.rules import checkpoint_steps
 
 PAPER = REPO / "workflow" / "configs" / "paper.yaml"
 ARCHITECTURES = REPO / "workflow" / "configs" / "architectures.yaml"
@@ -105,7 +105,7 @@ def test_cubic_layers_and_training_build_one_view_each(tmp_path, configfile):
     """The SAE pipeline runs once per seed and view: today's (the last layer of the final model),
     every other layer of cubic.layers.saes and every checkpoint of cubic.training.steps but the last;
     landmarks run on the layers only."""
-    from polyinterp.cubic.views.regressor_views import CubicViews
+    from polyinterp.rules import CubicViews
 
     proc = run_snakemake(tmp_path, "cubic_layers", "cubic_training", "-n", "--quiet", "rules",
                          configfiles=(configfile,) if configfile else ())
@@ -139,7 +139,7 @@ def test_bad_training_steps_fail_when_the_workflow_is_parsed(tmp_path):
 def test_cubic_capacity_and_grid_jobs(tmp_path, configfile):
     """Each capacity variant but today's regressor is trained and read once per seed (today's files
     serve the cubic.model.widths variant); one grid network per seed and (a, b)."""
-    from polyinterp.cubic.views.regressor_views import CubicViews
+    from polyinterp.rules import CubicViews
 
     proc = run_snakemake(tmp_path, "cubic_capacity", "cubic_grid", "-n", "--quiet", "rules",
                          configfiles=(configfile,) if configfile else ())

@@ -87,16 +87,17 @@ def step_parser(step: str, func: Callable) -> argparse.ArgumentParser:
     return parser
 
 
-def step_params(step: str, params: Callable | None = None) -> Callable:
-    """For the workflow, a rule's ``params: step=step_params("<rule name>", lambda wc: {...})``: the
-    step (named after the rule) and ``params(wildcards)`` — the dict of exactly the config keys the
-    step reads — as ``--params JSON``. It depends on the wildcards only, so Snakemake records it and
-    reruns the job when it changes (which is why a key the step does not read must not be in it)."""
+def step_params(params: Callable | None = None) -> Callable:
+    """For the workflow, a rule's ``params: step=step_params(lambda wc: {...})``: ``params(wildcards)``
+    — the dict of exactly the config keys the step reads — as ``--params JSON`` (nothing when the step
+    reads none). The rule's command names the step by the rule's own name (``polyinterp {params.rule} …``,
+    the ``STEP`` line of workflow/rules/common.smk). It depends on the wildcards only, so Snakemake records
+    it and reruns the job when it changes (which is why a key the step does not read must not be in it)."""
 
     def args(wildcards) -> str:
         if params is None:
-            return step
-        return " ".join([step, "--params", shlex.quote(json.dumps(params(wildcards), sort_keys=True))])
+            return ""
+        return "--params " + shlex.quote(json.dumps(params(wildcards), sort_keys=True))
 
     return args
 

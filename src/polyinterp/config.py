@@ -67,24 +67,3 @@ def config_hash(section: Mapping[str, Any]) -> str:
     """Short stable hash of a config section (canonical JSON), recorded with every result."""
     blob = json.dumps(section, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def study_seeds(value, seeds, key: str) -> list[int]:
-    """The seeds a study beyond the paper runs at (config ``key``, e.g. ``cubic.capacity.seeds``):
-    ``"all"`` (or absent, ``None``) gives every seed of ``seeds``; a list must be a non-empty subset
-    of ``seeds`` (the study reads those seeds' trained networks), returned in its own order.
-    Raises :class:`ConfigError` naming ``key`` and the seeds the run trains otherwise."""
-    seeds = [int(s) for s in seeds]
-    if value is None or value == "all":
-        return seeds
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"config key '{key}' is {value!r}; write \"all\" or a non-empty list of seeds from "
-                          f"'seeds' ({seeds}).")
-    chosen = []
-    for s in value:
-        if isinstance(s, bool) or not isinstance(s, int) or int(s) not in seeds:
-            raise ConfigError(f"config key '{key}' names seed {s!r}, which the run does not train: config key "
-                              f"'seeds' is {seeds}; name seeds from it, or \"all\".")
-        if int(s) not in chosen:
-            chosen.append(int(s))
-    return chosen

@@ -13,7 +13,8 @@ from polyinterp.config import load_yaml
 from polyinterp.cubic.views.capacity import capacity_summary_step, widths_text
 from polyinterp.cubic.regressor.model import load_model
 from polyinterp.cubic.regressor.train import train_step
-from polyinterp.cubic.views.regressor_views import VIEW_PATTERN, CubicViews, capacity_variants, n_params
+from polyinterp.cubic.views.regressor_views import capacity_variants, n_params
+from polyinterp.rules import VIEW_PATTERN, CubicViews
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_torch, save_parquet, save_torch
 

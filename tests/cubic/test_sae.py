@@ -172,24 +172,3 @@ def test_auxk_shortcut_when_all_dead_fit_matches_topk_selection():
     loss.backward()
     ref.backward()
     assert torch.equal(pre1.grad, pre2.grad)
-
-
-def test_training_runs_on_one_thread_and_restores_the_count():
-    from polyinterp.cubic.threads import intra_op_threads
-
-    seen = []
-
-    @intra_op_threads()
-    def probe():
-        seen.append(torch.get_num_threads())
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        probe()
-        assert seen == [1] and torch.get_num_threads() == 2
-        x, _ = planted(n=2000)
-        train_sae(x, {**SAE_PARAMS, "steps": 5}, seed=0)
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)

@@ -16,8 +16,9 @@ from polyinterp.cubic.sae.probe import grid_inputs
 from polyinterp.cubic.sae.autoencoder import load_sae, sae_layer, sae_step
 from polyinterp.cubic.regressor.task import STREAM_ACTS, generator, sample_inputs, target
 from polyinterp.cubic.regressor.train import train_step
-from polyinterp.cubic.views.regressor_views import (CubicViews, checkpoint_model_step, eval_checkpoint_steps, layer_saes,
-                                    training_steps)
+from polyinterp.cubic.views.regressor_views import (checkpoint_model_step, eval_checkpoint_steps, layer_saes,
+                                                      training_steps)
+from polyinterp.rules import CubicViews
 from polyinterp.errors import ConfigError, DataError
 from polyinterp.io import load_torch, save_torch
 from workflow_helpers import merged_config

@@ -11,7 +11,7 @@ from polyinterp.mnist.attack.ablation import (accuracies, attack_rows, project_o
                                        random_orthonormal, top_right_singular_vectors)
 from polyinterp.mnist.attack.bases import BASES, basis_approximants, basis_distribution, check_bases
 from polyinterp.mnist.attack.checkpoints import figure_steps
-from polyinterp.mnist.schedule import panel_steps, resolve_steps
+from polyinterp.rules import panel_steps, resolve_steps
 from polyinterp.errors import ConfigError
 
 
@@ -238,7 +238,8 @@ def test_attack_summary_is_the_seed_mean_of_the_table():
 def test_an_attack_table_from_before_the_bases_is_refused_with_the_rule_to_rerun(tmp_path):
     from polyinterp.errors import DataError
     from polyinterp.io import save_parquet
-    from polyinterp.mnist.attack.checkpoints import check_figure_steps, load_attack_table
+    from polyinterp.mnist.attack.checkpoints import load_attack_table
+    from polyinterp.rules import check_figure_steps
 
     old = pd.DataFrame(dict(seed=[0], step=[16], k=[0], directions=["svd"], draw=[0], predictor=["mlp"], accuracy=[0.5]))
     save_parquet(old, tmp_path / "svd_ablation.parquet")

@@ -13,7 +13,7 @@ from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import load_torch
 from polyinterp.mnist.data import MNIST
 from polyinterp.mnist.model import make_mlp
-from polyinterp.mnist.schedule import checkpoint_steps
+from polyinterp.rules import checkpoint_steps
 from polyinterp.mnist.train import EpochBatches, learning_rate, recipe, train_mlp
 
 
@@ -100,7 +100,7 @@ def test_nan_loss_stops_with_step_number(tmp_path):
 
 
 def test_sgd_settings_only_where_the_baseline_runs():
-    from polyinterp.mnist.schedule import sgd_checkpoints, sgd_settings
+    from polyinterp.rules import sgd_checkpoints, sgd_settings
 
     steps = [0, 16, 1024, 16384, 65536]
     assert sgd_checkpoints("all", steps) == steps
@@ -234,7 +234,7 @@ def test_schedule_free_with_a_cosine_schedule_is_refused(tmp_path):
 
 def test_recipe_keys_that_change_nothing_are_not_passed_to_the_training_rule():
     """Adding the recipe keys at their defaults must not retrain existing runs (Snakemake's params trigger)."""
-    from polyinterp.mnist.schedule import train_params
+    from polyinterp.rules import train_params
 
     base = {"hidden": 256, "lr": 0.002}
     assert train_params({**base, "optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}) == base

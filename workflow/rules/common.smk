@@ -5,10 +5,9 @@ from pathlib import Path
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
-from polyinterp.config import study_seeds, validate_config
-from polyinterp.mnist.schedule import (checkpoint_steps, panel_steps, resolve_steps, selected_steps, sgd_checkpoints,
-                                      sgd_settings, train_params)
-from polyinterp.mnist.attack.checkpoints import check_figure_steps
+from polyinterp.config import validate_config
+from polyinterp.rules import (check_figure_steps, checkpoint_steps, panel_steps, resolve_steps, selected_steps,
+                              sgd_checkpoints, sgd_settings, study_seeds, train_params)
 from polyinterp.mnist.model_specs import resolve_models
 from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 
@@ -133,9 +132,20 @@ FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])
 DEVICE = config["device"]
 
 
-# The shell command of every step: `params: step=step_params("<its name>", lambda wc: {...the keys
-# the step reads...}), files=step_files`.
-STEP = "polyinterp {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
+# The shell command of every step: the step named after its rule (`params.rule`, added by
+# name_steps_by_their_rules), `params: step=step_params(lambda wc: {...the keys the step reads...}),
+# files=step_files`.
+STEP = "polyinterp {params.rule} {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
+
+
+def name_steps_by_their_rules():
+    """Give every rule whose command is STEP the parameter ``rule``, its own name (the step it runs).
+    Called once at the end of the Snakefile, when every rule is defined, so that no rule repeats its
+    own name. (Snakemake's shell formats ``{rule}`` itself, but ``snakemake --lint`` flags any shell
+    placeholder other than input, output, log, params, wildcards, threads and resources.)"""
+    for r in workflow.rules:
+        if r.shellcmd == STEP:
+            r.set_params(rule=r.name)
 
 
 def log_path(name):

@@ -5,14 +5,15 @@
 # step function's arguments.
 #
 # Views: activations -> SAE -> landmarks -> bands -> slope search run on a view of the regressor, the
-# wildcard {view} after the seed folder (polyinterp.cubic.views.regressor_views): empty for today's pipeline (last
+# wildcard {view} after the seed folder (polyinterp.rules.CubicViews): empty for today's pipeline (last
 # hidden layer of the final model, results/cubic/seed{seed}/...), layer{L} for hidden layer L of the
 # final model (cubic.layers), train_step{S} for the last hidden layer of the eval checkpoint at
 # step S (cubic.training) and capacity_{name} for the last hidden layer of another regressor, variant
 # name of cubic.capacity.variants (rule cubic_capacity_train). The activations file records its layer
 # and the SAE file in turn, so later steps read it from their inputs.
-from polyinterp.cubic.views import grid as cubic_grid
-from polyinterp.cubic.views.regressor_views import CAPACITY_NAME, VIEW_PATTERN, CubicViews
+from polyinterp.rules import point_files, seed_params, summary_params
+from polyinterp.cubic.views.grid import check_widths
+from polyinterp.rules import CAPACITY_NAME, VIEW_PATTERN, CubicViews, study_seeds
 
 CUBIC = "results/cubic/seed{seed}"
 VIEW = f"{CUBIC}{{view}}"
@@ -35,7 +36,6 @@ rule cubic_train:
         curves=f"{CUBIC}/fit_curves.parquet",
     params:
         step=step_params(
-            "cubic_train",
             lambda wc: {
                 **{k: config["cubic"][k] for k in ("task", "model", "train")},
                 "seed": int(wc.seed),
@@ -47,7 +47,7 @@ rule cubic_train:
         log_path("cubic/train_seed{seed}"),
     benchmark:
         bench_path("cubic/train_seed{seed}")
-    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
+    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
     resources:
         mem_mb=2000,
         runtime=60,
@@ -64,7 +64,7 @@ rule cubic_activations:
     output:
         acts=f"{VIEW}/activations.pt",
     params:
-        step=step_params("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
+        step=step_params(lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/activations_seed{seed}{view}"),
@@ -90,13 +90,13 @@ rule cubic_sae:
         latents=f"{VIEW}/sae_latents.parquet",
         curve=f"{VIEW}/sae_curve.parquet",
     params:
-        step=step_params("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
+        step=step_params(lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/sae_seed{seed}{view}"),
     benchmark:
         bench_path("cubic/sae_seed{seed}{view}")
-    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
+    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
     resources:
         mem_mb=3000,
         runtime=30,
@@ -120,7 +120,6 @@ rule cubic_landmark_table:
         ranking=f"{VIEW}/landmark_ranking.parquet",
     params:
         step=step_params(
-            "cubic_landmark_table",
             lambda wc: {**config["cubic"]["landmarks"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -147,7 +146,7 @@ rule cubic_band_detection:
         latents=f"{VIEW}/band_latents.parquet",
         grid=f"{VIEW}/band_grid.pt",
     params:
-        step=step_params("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
+        step=step_params(lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/bands_seed{seed}{view}"),
@@ -173,7 +172,6 @@ rule cubic_slope_search:
         best=f"{VIEW}/slopes.parquet",
     params:
         step=step_params(
-            "cubic_slope_search",
             lambda wc: {**config["cubic"]["slopes"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -201,7 +199,6 @@ rule cubic_clamping:
         summary=f"{CUBIC}/clamp_summary.parquet",
     params:
         step=step_params(
-            "cubic_clamping",
             lambda wc: {**config["cubic"]["clamp"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -231,7 +228,6 @@ rule cubic_joint_clamping:
         fits=f"{CUBIC}/joint_clamp_fits.parquet",
     params:
         step=step_params(
-            "cubic_joint_clamping",
             lambda wc: {**config["cubic"]["joint_clamp"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -261,7 +257,6 @@ rule cubic_band_thresholds:
         table=f"{CUBIC}/band_thresholds.parquet",
     params:
         step=step_params(
-            "cubic_band_thresholds",
             lambda wc: {
                 "grid": config["cubic"]["thresholds"],
                 "bands": {k: config["cubic"]["bands"][k] for k in _BAND_RULE},
@@ -292,7 +287,7 @@ rule cubic_summary:
         seeds="results/cubic/slopes_per_seed.parquet",
         spread="results/cubic/slopes_spread.parquet",
     params:
-        step=step_params("cubic_summary"),
+        step=step_params(),
         files=step_files,
     log:
         log_path("cubic/summary"),
@@ -315,7 +310,7 @@ rule cubic_checkpoint_model:
     output:
         model=f"{CUBIC}/train_step{{step}}/model.pt",
     params:
-        step=step_params("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)}),
+        step=step_params(lambda wc: {"step": int(wc.step)}),
         files=step_files,
     log:
         log_path("cubic/checkpoint_model_seed{seed}/train_step{step}"),
@@ -347,7 +342,7 @@ rule cubic_layers_summary:
     output:
         table="results/cubic/layers.parquet",
     params:
-        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
+        step=step_params(lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/layers_summary"),
@@ -370,7 +365,7 @@ rule cubic_training_summary:
     output:
         table="results/cubic/training.parquet",
     params:
-        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
+        step=step_params(lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/training_summary"),
@@ -397,13 +392,13 @@ rule cubic_capacity_train:
         fit=f"{CUBIC}/capacity_{{variant}}/fit.parquet",
         curves=f"{CUBIC}/capacity_{{variant}}/fit_curves.parquet",
     params:
-        step=step_params("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
+        step=step_params(lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
         files=step_files,
     log:
         log_path("cubic/capacity_train_seed{seed}/{variant}"),
     benchmark:
         bench_path("cubic/capacity_train_seed{seed}/{variant}")
-    threads: 1  # the training loop runs on one intra-op thread (polyinterp.cubic.threads)
+    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
     resources:
         mem_mb=2000,
         runtime=120,
@@ -423,7 +418,7 @@ rule cubic_capacity_summary:
     output:
         table="results/cubic/capacity.parquet",
     params:
-        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
+        step=step_params(lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/capacity_summary"),
@@ -443,22 +438,22 @@ rule cubic_capacity_summary:
 # on its last hidden layer (polyinterp.cubic.views.grid); the summary scores its latents and the (x, a, b)
 # regressor's at the same (a, b): x range or landmarks (polyinterp.cubic.probes.tracking).
 GRID_POINT = f"{CUBIC}/grid/a{{ia}}_b{{ib}}"
-cubic_grid.check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails at parse time
+check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails at parse time
 
 
 rule cubic_grid_seed:
     output:  # every grid point of one seed: one process trains them one after another
-        model=cubic_grid.point_files(f"{GRID_POINT}/model.pt", config["cubic"], ["{seed}"]),
-        sae=cubic_grid.point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
-        metrics=cubic_grid.point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
+        model=point_files(f"{GRID_POINT}/model.pt", config["cubic"], ["{seed}"]),
+        sae=point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
+        metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
     params:
-        step=step_params("cubic_grid_seed", lambda wc: cubic_grid.seed_params(config["cubic"], wc.seed, DEVICE)),
+        step=step_params(lambda wc: seed_params(config["cubic"], wc.seed, DEVICE)),
         files=step_files,
     log:
         log_path("cubic/grid_seed{seed}"),
     benchmark:
         bench_path("cubic/grid_seed{seed}")
-    threads: 1  # the training loops run on one intra-op thread (polyinterp.cubic.threads)
+    threads: 1  # the training loops: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
     resources:
         mem_mb=1500,
         runtime=240,
@@ -470,16 +465,16 @@ rule cubic_grid_seed:
 
 rule cubic_grid_summary:
     input:
-        model=cubic_grid.point_files(f"{GRID_POINT}/model.pt", config["cubic"], SEEDS),
-        sae=cubic_grid.point_files(f"{GRID_POINT}/sae.pt", config["cubic"], SEEDS),
-        metrics=cubic_grid.point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], SEEDS),
+        model=point_files(f"{GRID_POINT}/model.pt", config["cubic"], SEEDS),
+        sae=point_files(f"{GRID_POINT}/sae.pt", config["cubic"], SEEDS),
+        metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], SEEDS),
         joint_model=expand(rules.cubic_train.output.model, seed=SEEDS),
         joint_sae=expand(VIEWS.root(rules.cubic_sae.output.sae), seed=SEEDS),
     output:
         table="results/cubic/grid.parquet",
         latents="results/cubic/grid_latents.parquet",
     params:
-        step=step_params("cubic_grid_summary", lambda wc: cubic_grid.summary_params(config["cubic"], SEEDS, DEVICE)),
+        step=step_params(lambda wc: summary_params(config["cubic"], SEEDS, DEVICE)),
         files=step_files,
     log:
         log_path("cubic/grid_summary"),

@@ -19,7 +19,6 @@ rule run_config:
         run_config=report(RUN_CONFIG, caption="../report/run_config.rst", category="Run"),
     params:
         step=step_params(
-            "run_config",
             lambda wc: {"config": config, "configfiles": _CONFIGFILES, "config_hash": config_hash(config)},
         ),
         files=step_files,

@@ -17,7 +17,7 @@ rule scorecard:
         scorecard="results/scorecard.parquet",
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
     params:
-        step=step_params("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"]}),
+        step=step_params(lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"]}),
         files=step_files,
     log:
         log_path("scorecard"),

@@ -35,12 +35,13 @@ from polyinterp.io import save_torch
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import accuracy, make_network, mean_cross_entropy, model_name, network_arch
 from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
-from polyinterp.mnist.schedule import RECIPE_DEFAULTS
 
 log = logging.getLogger(__name__)
 NAN_CHECK_EVERY = 64
 OPTIMIZERS = ("schedulefree_adamw", "adamw")
 SCHEDULES = ("none", "cosine_per_epoch")
+# the recipe keys' defaults; rule mnist_train leaves a key at its default out of its params (polyinterp.rules.train_params)
+RECIPE_DEFAULTS = {"optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}
 DEFAULTS = RECIPE_DEFAULTS
 
 

@@ -33,7 +33,6 @@ from polyinterp.cubic.regressor.task import (
     sample_out_of_range,
     target,
 )
-from polyinterp.cubic.threads import intra_op_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError, TrainingError
 from polyinterp.io import save_parquet, save_torch
@@ -74,11 +73,11 @@ def _check(params: dict) -> None:
     check_ranges(params["task"]["ranges"])
 
 
-@intra_op_threads()
 def train_regressor(params: dict, seed: int):
     """Train one seed. Returns (model, curve rows, checkpoints dict, fit rows, curves rows, meta).
 
-    Runs on one intra-op CPU thread (see ``polyinterp.cubic.threads``); the result does not depend on it.
+    Runs on torch's threads as the caller set them (the rules give the training steps one thread:
+    ``threads: 1``); one and two threads give bit-identical results (bench/README.md, "Cubic threads").
     """
     _check(params)
     tp, task = params["train"], params["task"]

@@ -23,7 +23,6 @@ import torch
 from torch import nn
 
 from polyinterp.config import config_hash
-from polyinterp.cubic.threads import intra_op_threads
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
 log = logging.getLogger(__name__)
@@ -168,11 +167,11 @@ def evaluate_sae(sae: TopKSAE, x: torch.Tensor, batch: int = 65536) -> dict:
             "dead_frac": float((fires == 0).double().mean())}
 
 
-@intra_op_threads()
 def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu")):
     """Fit a TopK SAE on the rows of ``x`` ([n, d]). Returns (sae, curve rows, samples_since_fired).
 
-    Runs on one intra-op CPU thread (see ``polyinterp.cubic.threads``); the result does not depend on it.
+    Runs on torch's threads as the caller set them (the rules give the training steps one thread:
+    ``threads: 1``); one and two threads give bit-identical results (bench/README.md, "Cubic threads").
     """
     from polyinterp.cubic.regressor.task import STREAM_SAE, generator
 
@@ -234,9 +233,8 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
     return sae.eval(), curve, since_fired.cpu()
 
 
-@intra_op_threads()
 def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, curve: str, params: dict) -> None:
-    """Rule ``cubic_sae``: fit the TopK SAE on the train split of ``acts`` (one intra-op thread),
+    """Rule ``cubic_sae``: fit the TopK SAE on the train split of ``acts`` (on the rule's one thread),
     score it on the held-out split and spliced into the regressor ``model`` at the hidden layer
     ``acts`` holds (recorded in ``sae`` for the later steps); write ``sae``, the ``metrics``, per-latent
     ``latents`` and training ``curve`` tables."""

@@ -28,7 +28,6 @@ from polyinterp.config import config_hash
 from polyinterp.cubic.regressor.model import build_model
 from polyinterp.cubic.regressor.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL, cubic,
                                    generator, sample_x)
-from polyinterp.cubic.threads import intra_op_threads
 from polyinterp.cubic.regressor.train import check_alive, lr_factor
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError, DataError, TrainingError
@@ -73,11 +72,10 @@ def line_rel_mse(model, x: torch.Tensor, a: float, b: float) -> tuple[float, flo
     return mse, mse / var, float(err.abs().max())
 
 
-@intra_op_threads()
 def train_single(a: float, b: float, x_range, widths, tp: dict, seed: int, device) -> tuple[torch.nn.Module, dict]:
     """Train the network ``widths`` (input width 1) on y = x³ + a·x² + b·x, x uniform on ``x_range``:
     Adam, linear warm-up then cosine decay (the regressor's schedule), loss MSE / Var(y) of the
-    validation set. Returns (model in eval mode, fit info). One intra-op thread."""
+    validation set. Returns (model in eval mode, fit info)."""
     widths = check_widths(widths)
     val = sample_x(tp["val_samples"], x_range, generator(seed, STREAM_GRID_VAL))
     var_val = float(cubic(val[:, 0], a, b).double().var())
@@ -153,7 +151,7 @@ def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None
 def grid_seed_step(*, model: list[str], sae: list[str], metrics: list[str], params: dict) -> None:
     """Rule ``cubic_grid_seed``: every grid point of one seed in one process, one after another, each
     exactly as :func:`grid_point_step` (every draw comes from its own seeded generator, so a point's
-    files do not depend on the points before it). ``params`` is :func:`seed_params`'s; ``model``,
+    files do not depend on the points before it). ``params`` is :func:`polyinterp.rules.seed_params`'s; ``model``,
     ``sae`` and ``metrics`` are one file per point of ``params["points"]``, in its order."""
     points = params["points"]
     for name, paths in (("model", model), ("sae", sae), ("metrics", metrics)):
@@ -293,27 +291,3 @@ def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
     return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
             "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
             "sae": sae, "seed": int(seed), "device": device}
-
-
-def seed_params(cubic_cfg: dict, seed, device: str) -> dict:
-    """Rule cubic_grid_seed's params: :func:`point_params`'s settings once, and ``points``: each grid
-    point's ``ia``, ``ib``, ``a``, ``b`` (the order of :func:`point_files`)."""
-    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
-    common = point_params(cubic_cfg, seed, points[0]["ia"], points[0]["ib"], device)
-    for key in ("ia", "ib", "a", "b"):
-        del common[key]
-    return {**common, "points": points}
-
-
-def summary_params(cubic_cfg: dict, seeds, device: str) -> dict:
-    """Rule cubic_grid_summary's params: every (seed, grid point), the x line and the scores' settings."""
-    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
-    return {"rows": [{"seed": int(s), **p} for s in seeds for p in points], "seeds": [int(s) for s in seeds],
-            "x_range": list(cubic_cfg["task"]["ranges"]["x"]), **cubic_cfg["grid"]["score"],
-            "bump_width": cubic_cfg["landmarks"]["bump_width"], "device": device}
-
-
-def point_files(pattern: str, cubic_cfg: dict, seeds) -> list[str]:
-    """``pattern`` (with {seed}, {ia}, {ib}) for every seed × grid point, seed-major: the order of the rows."""
-    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
-    return [str(pattern).format(seed=s, ia=p["ia"], ib=p["ib"]) for s in seeds for p in points]

@@ -41,15 +41,6 @@ def accuracy_level_step(table: pd.DataFrame, level: float) -> FigureStep:
     return FigureStep(step, f"most accurate step ({acc[step]:.3f}; none reaches {level:g})")
 
 
-def check_figure_steps(requested: list, attacked: list[int]) -> None:
-    """Refuse, when the workflow is parsed, a step number in ``mnist.ablation.figure_steps`` that is
-    not attacked (``mnist.ablation.steps``)."""
-    for item in requested:
-        if isinstance(item, int) and item not in attacked:
-            raise ConfigError(f"config key 'mnist.ablation.figure_steps' names step {item}, which is not attacked;"
-                              f" use \"accuracy_level\", \"last\" or one of {attacked} (or add it to mnist.ablation.steps).")
-
-
 def load_attack_table(path) -> pd.DataFrame:
     """The attack table at ``path``, refused with the rule to rerun when it predates the ``basis``
     column (results copied from an older version of the pipeline)."""
