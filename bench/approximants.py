@@ -283,7 +283,7 @@ def _record(out: dict, res, t0: float, device: str) -> None:
 
 
 def main(argv=None):
-    from polyinterp.approx.fits.quadratic_mixture import INNER_DTYPES
+    from polyinterp.approx.solvers.precision import INNER_DTYPES
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 512])

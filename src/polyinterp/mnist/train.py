@@ -42,7 +42,6 @@ OPTIMIZERS = ("schedulefree_adamw", "adamw")
 SCHEDULES = ("none", "cosine_per_epoch")
 # the recipe keys' defaults; rule mnist_train leaves a key at its default out of its params (polyinterp.rules.train_params)
 RECIPE_DEFAULTS = {"optimizer": "schedulefree_adamw", "schedule": "none", "cosine_epochs": 2048}
-DEFAULTS = RECIPE_DEFAULTS
 
 
 class EpochBatches:
@@ -87,7 +86,7 @@ def learning_rate(step: int, *, lr: float, warmup_steps: int, schedule: str, ste
 
 def recipe(params: dict) -> dict:
     """``optimizer``, ``schedule`` and ``cosine_epochs`` of ``params`` (defaults where absent), checked."""
-    out = {k: params.get(k, v) for k, v in DEFAULTS.items()}
+    out = {k: params.get(k, v) for k, v in RECIPE_DEFAULTS.items()}
     if out["optimizer"] not in OPTIMIZERS:
         raise ConfigError(f"config key 'mnist.train.optimizer' is {out['optimizer']!r}; use one of {', '.join(OPTIMIZERS)}.")
     if out["schedule"] not in SCHEDULES:

@@ -46,7 +46,7 @@ from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
 from polyinterp.approx.solvers.gram_operator import Theta, add, block_inner, cast
 from polyinterp.approx.core.mixture import GaussianMixture
-from polyinterp.approx.solvers.precision import INNER_DTYPES, fast_inner_dtype, resolve_inner_dtype  # noqa: F401 (re-exported)
+from polyinterp.approx.solvers.precision import resolve_inner_dtype
 from polyinterp.approx.solvers.mixture_preconditioner import BasisPreconditioner, form_to_dual, to_form
 from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
 from polyinterp.approx.solvers.solver_plan import SolverPlan
@@ -98,7 +98,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     Jacobi sweeps pass ``SolverPlan.build(mixture, basis="jacobi", sweeps=…)`` as the plan; a given plan brings
     its own whitening and basis, so ``rcond`` and ``jd_sweeps`` are then unused).
     ``inner_dtype``: ``"auto"``, ``torch.bfloat16``, ``torch.float32`` or None (all float64), or
-    one of the names in :data:`INNER_DTYPES` (as in the config).
+    one of the names in :data:`polyinterp.approx.solvers.precision.INNER_DTYPES` (as in the config).
     ``warm_start``: a previous solution (e.g. the previous checkpoint's). With ``warm_start_model``,
     the model it solved for, the start is corrected by the change of the moment-matched closed form,
     x₀ = x_prev + (x_mm(model) − x_mm(warm_start_model)): the closed form carries the change of the
