@@ -75,7 +75,7 @@ def test_one_figure_builds_only_what_it_needs(tmp_path, target, needed, not_need
 
 
 def test_sgd_baseline_runs_only_at_its_checkpoints(tmp_path):
-    """paper.yaml fits the SGD quadratic at 1024, 16384 and the last step only, for every seed."""
+    """paper.yaml fits the SGD quadratic at every checkpoint from 2^12 on and nowhere else, for every seed."""
     proc = run_snakemake(tmp_path, "-n", "-p", configfiles=(PAPER,))
     seeds, steps = merged(PAPER)
     enabled = {}
@@ -85,7 +85,7 @@ def test_sgd_baseline_runs_only_at_its_checkpoints(tmp_path):
         seed = int(re.search(r"seed(\d+)/ckpt", line).group(1))
         enabled[(seed, step)] = '"enabled": true' in line
     assert len(enabled) == len(seeds) * len(steps)
-    assert {k for k, on in enabled.items() if on} == {(s, t) for s in seeds for t in (1024, 16384, steps[-1])}
+    assert {k for k, on in enabled.items() if on} == {(s, t) for s in seeds for t in steps if t >= 4096}
 
 
 def test_scorecard_is_part_of_the_default_target(tmp_path):
@@ -251,3 +251,39 @@ def test_paper_config_runs_the_studies_beyond_the_paper_at_seed_zero(tmp_path):
     trained = [v for v in paper["cubic"]["capacity"]["variants"] if v["widths"] != [3, 64, 64, 64, 15, 1]]
     assert counts["cubic_capacity_train"] == len(trained)
     assert counts["cubic_train"] == 3
+
+
+AUTHORS = REPO / "workflow" / "configs" / "authors_code.yaml"
+
+
+@pytest.mark.parametrize("overlay, key", [
+    ("mnist:\n  train:\n    momentum: 0.9\n", "momentum"),                       # a recipe key the trainer lacks
+    ("mnist:\n  approx:\n    sgd:\n      checkpoints: [4096, 5000]\n", "mnist.approx.sgd.checkpoints"),  # not saved
+])
+def test_the_authors_recipe_refuses_an_unknown_key_or_an_unsaved_sgd_checkpoint_before_any_job(tmp_path, overlay,
+                                                                                                  key):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(overlay)
+    proc = run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(AUTHORS, bad), check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and key in out and "Job stats" not in out, out[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_authors_recipe_config_is_the_papers_scale_with_the_sgd_fit_from_2_to_the_12(tmp_path):
+    """authors_code.yaml: the code's recipe (plain AdamW, lr 1e-5, batch 32) at 3 seeds to 2^18 steps, the
+    SGD fit at every checkpoint from 4096 on, and no degree study beyond 2."""
+    proc = run_snakemake(tmp_path, "-n", "-p", configfiles=(AUTHORS,))
+    seeds, steps = merged(AUTHORS)
+    cfg = merged_config(AUTHORS)
+    train = cfg["mnist"]["train"]
+    assert (train["optimizer"], train["lr"], train["batch_size"]) == ("adamw", 1e-5, 32)
+    assert seeds == [0, 1, 2] and steps[-1] == 2 ** 18
+    enabled = {}
+    for m in re.finditer(r"^Shell command: polyinterp mnist_approximants .*$", proc.stdout, re.M):
+        line = m.group(0)
+        key = (int(re.search(r"seed(\d+)/ckpt", line).group(1)), int(re.search(r"ckpt/step(\d+)\.pt", line).group(1)))
+        enabled[key] = '"enabled": true' in line
+    assert {k for k, on in enabled.items() if on} == {(s, t) for s in seeds for t in steps if t >= 4096}
+    counts = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(AUTHORS,)).stdout)
+    assert "mnist_degree_approximants" not in counts and counts["mnist_svd_ablation"] == 3 * len(steps)

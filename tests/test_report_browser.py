@@ -19,7 +19,7 @@ CATEGORIES = {
                         "cubic_joint_clamp.png", "cubic_thresholds.png", "cubic_layers.png", "cubic_training.png",
                         "cubic_capacity.png", "cubic_grid.png"],
     "Tables": ["attack_strength.md", "fvu_by_degree.md", "early_fvu.md"],
-    "Scorecard": ["scorecard.md"],
+    "Scorecard": ["scorecard.md", "why_differs.md"],
     "Run": ["run_config.yaml"],
 }
 

@@ -53,3 +53,24 @@ def test_a_folder_without_run_json_is_named(tmp_path):
 
 def test_the_repositorys_pages_are_generated_from_its_published_runs():
     assert update(REPO, check=True) == [], "run 'polyinterp results_page' and commit docs/results.md and README.md"
+
+
+def test_the_why_table_re_reads_each_published_run_from_its_own_tables():
+    """The "why it differs" section re-reads each published run's MNIST claims from its published tables:
+    where a claim is scored as the run's own scorecard scored it, the two values are the same; and the
+    section explains each claim that differs in the paper run."""
+    from polyinterp.results_page import rescored_mnist
+
+    folder = REPO / "docs" / "results" / "paper"
+    label, table = rescored_mnist(folder)
+    assert label.startswith("paper: the paper's text recipe, to step 262144")
+    published = pd.read_parquet(folder / "scorecard.parquet").set_index("claim")
+    same = ["final quadratic R² > 0.95", "linear FVU ≈ 0.025 early in training", "KL(MLP ‖ linear) rises over training",
+            "linear → quadratic transition between 500 and 4000 steps", "quadratic FVU rises after 2^16 steps"]
+    ours = table.set_index("claim")
+    for claim in same:
+        assert ours.loc[claim, "ours_mean"] == pytest.approx(published.loc[claim, "ours_mean"], rel=1e-12), claim
+    page = (REPO / "docs" / "results.md").read_text()
+    section = page.split("## Why it differs", 1)[1].split("\n## ", 1)[0]
+    for family in table.family[table.verdict == "differs"].unique():
+        assert f"**{family}**:" in section, family

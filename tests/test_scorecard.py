@@ -49,14 +49,27 @@ def test_attack_claims_are_read_at_the_accuracy_level_checkpoint_under_each_basi
     ab = _attack({1024: (weak, lin), 4096: (reached, lin), 65536: (late, lin)})
     t = pd.DataFrame([c.row() for c in attack_claims(ab, 0.96)]).set_index("claim")
     tag = "SVD attack, β under standard normal"
-    assert list(t.index) == [f"{tag}: MLP accuracy < 0.5 at k = 4", f"{tag}: MLP at chance by k = 10",
-                             f"{tag}: MLP and linear approximant in lockstep"]
-    assert t.ours_mean.iloc[0] == pytest.approx(0.3) and t.verdict.iloc[0] == "reproduced"
-    assert t.ours_mean.iloc[1] == pytest.approx(0.1) and t.verdict.iloc[1] == "reproduced"
-    assert t.ours_mean.iloc[2] == pytest.approx(0.1) and "linear_standard_normal" in t.criterion.iloc[2]
-    assert all(w.startswith("step 4096 (first step with test accuracy ≥ 0.96") for w in t["where"])
+    claims = [f"{tag}: MLP accuracy < 0.5 at k = 4", f"{tag}: MLP at chance by k = 10",
+              f"{tag}: MLP and linear approximant in lockstep"]
+    # read at three checkpoints, a row each: the first at the accuracy level, 2^16 (the authors' figure),
+    # the last (here 2^16 too: read under both roles, so that runs of other recipes line up)
+    roles = ("at accuracy 0.96", "at 2^16", "at the last checkpoint")
+    assert list(t.index) == [f"{c}, {r}" for r in roles for c in claims]
+    assert list(t.family) == claims * 3
+    assert list(t.detail) == ["step 4096"] * 3 + ["step 65536"] * 6
+    first = t.iloc[:3]
+    assert first.ours_mean.iloc[0] == pytest.approx(0.3) and first.verdict.iloc[0] == "reproduced"
+    assert first.ours_mean.iloc[1] == pytest.approx(0.1) and first.verdict.iloc[1] == "reproduced"
+    # lockstep over the drop (k ≥ 1: 0.3 − 0.2), the clean point apart (0.961 − 0.95)
+    assert first.ours_mean.iloc[2] == pytest.approx(0.1) and "linear_standard_normal" in first.criterion.iloc[2]
+    assert "clean gap at k = 0: 0.011" in first["where"].iloc[2]
+    assert all(w.startswith("step 4096 (first step with test accuracy ≥ 0.96") for w in first["where"])
+    late = t.iloc[3:6]   # MLP at 0.8 under the attack: differs; the approximant at 0.2: not in lockstep
+    assert list(late.verdict) == ["differs"] * 3 and late.ours_mean.iloc[2] == pytest.approx(0.6)
     # no checkpoint reaches the level: the most accurate one, and the row says so
     t = pd.DataFrame([c.row() for c in attack_claims(ab, 0.995)])
+    t = t[t.claim.str.endswith("at the most accurate checkpoint")]
+    assert len(t) == 3
     assert all(w.startswith("step 65536 (most accurate step") for w in t["where"])
 
 
@@ -85,9 +98,12 @@ def test_verdicts_on_tables_with_known_answers():
     assert t.loc["KL(MLP ‖ linear) rises over training"].ours_mean == pytest.approx(1.0)
     assert v["linear FVU dips early, KL does not"] == "reproduced"
     assert v["quadratic FVU rises after 2^16 steps"] == "reproduced"
-    assert t.loc["SVD attack, β under mixture: MLP accuracy < 0.5 at k = 4"].ours_mean == pytest.approx(0.45)
-    assert v["SVD attack, β under mixture: MLP at chance by k = 10"] == "reproduced"
-    assert t.loc["SVD attack, β under mixture: MLP and linear approximant in lockstep"].ours_mean == pytest.approx(0.08)
+    at = ", at accuracy 0.96"
+    assert t.loc["SVD attack, β under mixture: MLP accuracy < 0.5 at k = 4" + at].ours_mean == pytest.approx(0.45)
+    assert v["SVD attack, β under mixture: MLP at chance by k = 10" + at] == "reproduced"
+    lockstep = t.loc["SVD attack, β under mixture: MLP and linear approximant in lockstep" + at]
+    assert lockstep.ours_mean == pytest.approx(0.05)   # over k ≥ 1; the clean point (0.98 − 0.9) apart
+    assert "clean gap at k = 0: 0.08" in lockstep["where"]
     assert v["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "reproduced"
     # the paper's linear FVU at 2^16 (0.13) and 2^18 (0.20), each within 25 %
     assert t.loc["linear FVU ≈ 0.13 at 2^16 steps"].ours_mean == pytest.approx(0.16 * 1.005)
@@ -110,7 +126,7 @@ def test_differs_and_not_comparable():
     t = scorecard_table(_metrics(flat, [0.1] * len(STEPS), flat, flat), _ablation([0.9] * 11, [0.1] * 11),
                         _cubic(), accuracy_level=0.96).set_index("claim")
     assert t.verdict["final quadratic R² > 0.95"] == "differs"
-    assert t.verdict["SVD attack, β under mixture: MLP and linear approximant in lockstep"] == "differs"
+    assert t.verdict["SVD attack, β under mixture: MLP and linear approximant in lockstep, at the most accurate checkpoint"] == "differs"
     assert t.verdict["exact quadratic ≤ SGD quadratic (ours vs the paper's method)"] == "not comparable"
     assert t.verdict["linear FVU dips early, KL does not"] == "differs"
     # a run that ends before 2^16 cannot say whether the quadratic FVU rises after it

@@ -7,7 +7,7 @@ all finished, and every benchmark file under ``results/benchmarks`` belongs to a
 (a run resumed after an interruption has jobs from an earlier invocation and is refused: its wall
 time would not be one run's). What is copied, into a temporary folder renamed onto the destination:
 
-- ``scorecard.md``, ``scorecard.parquet``; ``figures/*.png`` (every PNG of ``results/figures``);
+- ``scorecard.md``, ``scorecard.parquet``, ``why_differs.md`` (where the run wrote it); ``figures/*.png`` (every PNG of ``results/figures``);
 - ``tables/``: the summary tables the scorecard and figures read (``results/mnist/*.parquet`` and
   ``*.md``, ``results/mnist/<model>/*.parquet``, ``results/cubic/*.parquet``), each at most
   ``MAX_TABLE_BYTES`` (a larger one is left out and listed in ``run.json``);
@@ -176,8 +176,9 @@ def publish(run: str | Path, to: str | Path, log: str | Path | None = None, repo
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{to.name}.", dir=to.parent))
     try:
-        for name in ("scorecard.md", "scorecard.parquet"):
-            shutil.copy2(results / name, tmp / name)
+        for name in ("scorecard.md", "scorecard.parquet", "why_differs.md"):
+            if (results / name).exists():  # why_differs.md: runs of a commit that writes it
+                shutil.copy2(results / name, tmp / name)
         shutil.copy2(results / "run_config.yaml", tmp / "config.yaml")
         (tmp / "figures").mkdir()
         for png in sorted((results / "figures").glob("*.png")):

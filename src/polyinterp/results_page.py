@@ -12,8 +12,11 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from polyinterp.errors import DataError
+from polyinterp.scorecard.table import mnist_table
+from polyinterp.scorecard.why import recipe_label, why_differs, why_markdown
 
 ORDER = ("default", "paper", "smoke")  # the configs first, in this order; any other after, by name
 VERDICTS = ("reproduced", "differs", "not comparable", "measured", "yes", "no")
@@ -74,6 +77,7 @@ def results_markdown(root: Path) -> str:
     if not runs:
         out += ["No run is published yet.", ""]
     out += runs_table(runs, "results/") + [""] if runs else []
+    out += why_section(runs)
     for name, folder, run in runs:
         rules = sorted(run["rules"].items(), key=lambda kv: -kv[1]["wall_s"])[:5]
         out += [f"## {name}", "",
@@ -93,6 +97,44 @@ def results_markdown(root: Path) -> str:
             for png in pngs:
                 out += [f"**[{png.stem}](results/{name}/figures/{png.name})**. {caption(root, png.stem)}", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+WHY_REFERENCE = "paper"  # the run whose differing claims the table explains: the paper's scale, the text's recipe
+
+
+def rescored_mnist(folder: Path) -> tuple[str, pd.DataFrame] | None:
+    """A published run's MNIST claims re-read by this commit's scorecard from the run's published tables
+    (``tables/mnist/metrics.parquet`` and every ``tables/mnist/<model>/svd_ablation.parquet``), labelled
+    by config, training recipe and last checkpoint; None for a run without those tables."""
+    metrics_path = folder / "tables" / "mnist" / "metrics.parquet"
+    ablations = sorted((folder / "tables" / "mnist").glob("*/svd_ablation.parquet"))
+    if not metrics_path.exists() or not ablations:
+        return None
+    config = yaml.safe_load((folder / "config.yaml").read_text())["config"]
+    metrics = pd.read_parquet(metrics_path)
+    ablation = pd.concat([pd.read_parquet(p) for p in ablations], ignore_index=True)
+    table = mnist_table(metrics, ablation, float(config["mnist"]["ablation"]["accuracy_level"]))
+    label = f"{folder.name}: {recipe_label(config['mnist']['train'])}, to step {int(metrics.step.max())}"
+    return label, table
+
+
+def why_section(runs) -> list[str]:
+    """The "why it differs" table over the published runs (:mod:`polyinterp.scorecard.why`): the claims
+    that differ in the ``paper`` run, under every condition each published run measured (re-read from
+    its tables); empty without a published ``paper`` run."""
+    tables = {name: rescored_mnist(folder) for name, folder, _ in runs if name != "smoke"}
+    tables = {name: t for name, t in tables.items() if t is not None}
+    if WHY_REFERENCE not in tables:
+        return []
+    labelled = {label: table for label, table in tables.values()}
+    text = why_markdown(why_differs(labelled, tables[WHY_REFERENCE][0]), "Why it differs",
+                        "Each claim that differs in the paper config's run, under every condition a published run "
+                        "measured: the training recipe (the paper's text or the authors' code; one run each), the "
+                        "fit (exact or the paper's SGD), the checkpoint the attack reads, the FVU definition. Each "
+                        "run's MNIST claims are re-read by this commit's scorecard from the tables it published "
+                        "(`tables/mnist/`), so a condition added to the scorecard after a run shows there too; a "
+                        "cell is our value and its verdict, — where the run did not measure it.")
+    return ["#" + line if line.startswith("# ") else line for line in text.strip().splitlines()] + [""]
 
 
 def caption(root: Path, figure: str) -> str:

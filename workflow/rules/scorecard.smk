@@ -16,8 +16,10 @@ rule scorecard:
     output:
         scorecard="results/scorecard.parquet",
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
+        why=report("results/why_differs.md", caption="../report/why_differs.rst", category="Scorecard"),
     params:
-        step=step_params(lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"]}),
+        step=step_params(lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
+                                     "optimizer": config["mnist"]["train"]["optimizer"]}),
         files=step_files,
     log:
         log_path("scorecard"),

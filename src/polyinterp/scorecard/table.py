@@ -7,10 +7,12 @@ import math
 import pandas as pd
 
 from polyinterp.io import atomic_path, load_parquet, save_parquet
+from polyinterp.scorecard.causes import add_causes
 from polyinterp.scorecard.claim import COLUMNS
 from polyinterp.scorecard.cubic import cubic_claims
 from polyinterp.scorecard.cubic_beyond import beyond_claims
 from polyinterp.scorecard.mnist import model_claims
+from polyinterp.scorecard.why import recipe_label, why_differs, why_markdown
 
 
 def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.DataFrame, *,
@@ -23,6 +25,15 @@ def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.Dat
     of :func:`polyinterp.scorecard.degrees.degree_claims` (where the metrics have the PC fits), the
     single-Gaussian rows of :func:`~polyinterp.scorecard.mnist.fit_claims` —; then the cubic study's and the rows of
     :func:`polyinterp.scorecard.cubic_beyond.beyond_claims` for the ``beyond`` tables."""
+    claims = mnist_rows(metrics, ablation, accuracy_level, early)
+    claims += cubic_claims(cubic) + beyond_claims(**(beyond or {}))
+    rows = [c.row() for c in claims]
+    return add_causes(pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS))
+
+
+def mnist_rows(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: float,
+               early: pd.DataFrame | None = None) -> list:
+    """The MNIST claims of every model in ``metrics`` (in table order), each labelled with its model."""
     claims = []
     models = list(metrics.model.unique()) if "model" in metrics else [None]
     for model in models:
@@ -32,9 +43,14 @@ def scorecard_table(metrics: pd.DataFrame, ablation: pd.DataFrame, cubic: pd.Dat
         for c in model_claims(m, a, accuracy_level, e):
             c.model = model or "—"
             claims.append(c)
-    claims += cubic_claims(cubic) + beyond_claims(**(beyond or {}))
-    rows = [c.row() for c in claims]
-    return pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS)
+    return claims
+
+
+def mnist_table(metrics: pd.DataFrame, ablation: pd.DataFrame, accuracy_level: float) -> pd.DataFrame:
+    """The MNIST rows of the scorecard alone (with their causes), e.g. re-read from a published run's
+    tables (``polyinterp results_page``)."""
+    rows = [c.row() for c in mnist_rows(metrics, ablation, accuracy_level)]
+    return add_causes(pd.DataFrame(rows)[list(COLUMNS)].astype(COLUMNS))
 
 
 def _fmt(v: float) -> str:
@@ -44,18 +60,24 @@ def _fmt(v: float) -> str:
 
 
 def scorecard_markdown(table: pd.DataFrame, title: str) -> str:
-    """The table as Markdown; the model column only when the run has several MNIST models."""
+    """The table as Markdown; the model column only when the run has several MNIST models. A verdict
+    whose seeds disagree says so, with each seed's value; a row that differs has its cause."""
     several = table.model[table.model != "—"].nunique() > 1
     head = "| study | " + ("model | " if several else "")
     lines = [f"# {title}", "",
-             head + "claim | reference | tolerance | ours (mean ± sd [min, max], n seeds) | where | verdict |",
-             "|---" * (7 + several) + "|"]
+             "Tolerances are fixed from the precision of the source's own statement (its digits, its range, "
+             "its words), not from our values. A verdict is that of the seed mean; where the seeds disagree "
+             "the verdict says in how many it holds, with each seed's value.", "",
+             head + "claim | reference | tolerance | ours (mean ± sd [min, max], n seeds) | where | verdict | cause |",
+             "|---" * (8 + several) + "|"]
     for r in table.itertuples():
         sd = f" ± {_fmt(r.ours_sd)}" if math.isfinite(r.ours_sd) else ""
         rng = f" [{_fmt(r.ours_min)}, {_fmt(r.ours_max)}]" if r.n_seeds > 1 else ""
         ours = f"{_fmt(r.ours_mean)}{sd}{rng}, n = {r.n_seeds}" if r.n_seeds else "—"
         model = f"{r.model} | " if several else ""
-        lines.append(f"| {r.study} | {model}{r.claim} | {r.reference} | {r.tolerance} | {ours} | {r.where} | **{r.verdict}** |")
+        verdict = f"**{r.seed_agreement}** ({r.per_seed})" if r.seed_agreement else f"**{r.verdict}**"
+        lines.append(f"| {r.study} | {model}{r.claim} | {r.reference} | {r.tolerance} | {ours} | {r.where} | {verdict} "
+                     f"| {r.cause} |")
     lines += ["", "Criteria:", ""]
     lines += [f"- {r.claim}: {r.criterion}." for r in table.drop_duplicates("claim").itertuples()]
     return "\n".join(lines) + "\n"
@@ -70,7 +92,8 @@ def _read_tables(paths) -> pd.DataFrame | None:
     return pd.concat([load_parquet(p) for p in paths], ignore_index=True) if paths else None
 
 
-def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: str, markdown: str, params: dict,
+def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: str, markdown: str, why: str,
+                   params: dict,
                    joint_clamp: list[str] = (), layers: list[str] = (),
                    training: list[str] = (), capacity: list[str] = (),
                    grid: list[str] = (), thresholds: list[str] = (), early: list[str] = ()) -> None:
@@ -81,7 +104,9 @@ def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: 
     ``params['accuracy_level']``. The optional tables of the cubic study beyond the blog
     (``joint_clamp`` fits and band ``thresholds`` one per seed; ``layers``, ``training``,
     ``capacity``, ``grid`` summaries) add the ``cubic+`` rows; one the run does not build is left out.
-    ``early``: rule ``mnist_early_fvu``'s tables (one per model and seed), for the early-gap row."""
+    ``early``: rule ``mnist_early_fvu``'s tables (one per model and seed), for the early-gap row.
+    ``why``: the "why it differs" table of this run (:mod:`polyinterp.scorecard.why`), its one column
+    named by the training recipe (``params['optimizer']``)."""
     m = load_parquet(metrics)
     given = dict(joint_clamp=joint_clamp, layers=layers, training=training, capacity=capacity, grid=grid,
                  thresholds=thresholds)
@@ -93,3 +118,9 @@ def scorecard_step(*, metrics: str, ablation: list[str], cubic: str, scorecard: 
     with atomic_path(markdown) as tmp:
         tmp.write_text(scorecard_markdown(table, f"Reproduction scorecard (seeds {seeds}; checkpoints to step "
                                                  f"{int(m.step.max())})"))
+    label = f"this run ({recipe_label(dict(optimizer=params.get('optimizer', 'schedulefree_adamw')))})"
+    with atomic_path(why) as tmp:
+        tmp.write_text(why_markdown(why_differs({label: table}, label), "Why it differs (this run)",
+                                    "Each claim that differs, under every condition this run measures; "
+                                    "docs/results.md holds the same table across the published runs, "
+                                    "the training recipe among the conditions."))
