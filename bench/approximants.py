@@ -32,10 +32,8 @@ and float64 residuals, and for the cold row the plan's parts (``fit_info["second
 ``SolverPlan.seconds_by_part``).
 
 ``--load N`` measures every configuration twice: on the machine as it is, then with N CPU-bound
-processes started beside it (``python -c "while True: pass"``); the "load" column says which. Steps
-run as the pipeline runs them, under :func:`polyinterp.cpu_share.governed` (the thread count follows
-the cores the other processes leave free; ``--fixed-threads`` turns that off); "threads" is the
-fewest threads the governor chose. ``--threads T``: torch's intra-op threads (default: torch's).
+processes started beside it (``python -c "while True: pass"``); the "load" column says which.
+``--threads T``: torch's intra-op threads (default: torch's).
 
     python bench/approximants.py --hidden 256 --K 10 --methods quadratic_exact --ridge 1e-3 --load 1
 """
@@ -133,17 +131,12 @@ def run_one(cfg: dict) -> dict:
     from polyinterp.approx import MLP, GaussianMixture, SolverPlan, fidelity, linear_approximant, quadratic_approximant
     from polyinterp.approx.fits.hermite_ridge import gaussian_polynomial_approximant
 
-    from polyinterp.cpu_share import governed
-
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     threads = torch.get_num_threads()
-    os.environ["POLYINTERP_ADAPTIVE_THREADS"] = "0" if cfg.get("fixed_threads") else "1"  # not the caller's shell
-    with governed(threads if cfg["device"] == "cpu" else 1) as gov:
-        rows = _run_one(cfg)
-    fewest = min([threads] + [t for _, _, t in (gov.history if gov else [])])
+    rows = _run_one(cfg)
     for r in rows:
-        r["threads"], r["fewest_threads"] = threads, fewest
+        r["threads"] = threads
     return rows
 
 
@@ -321,7 +314,6 @@ def main(argv=None):
                     help="the mixture's ridge, × its mean within-class variance (default: the file's)")
     ap.add_argument("--load", type=int, default=0, help="also measure with this many CPU-bound processes running")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
-    ap.add_argument("--fixed-threads", action="store_true", help="keep the thread count under load (no governor)")
     ap.add_argument("--loaded-only", action="store_true", help="with --load: skip the measurement without the load")
     ap.add_argument("--json", default=None, help="also write the rows as JSON lines here")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
@@ -369,7 +361,7 @@ def _measure(args, devices, env, gauss: bool, load: int) -> list[dict]:
                            "deflation_steps": args.deflation_steps, "inner_dtype": args.inner_dtype,
                            "coarse_ritz": args.coarse_ritz, "coarse_rank": args.coarse_rank,
                            "replace_factor": args.replace_factor,
-                           "ridge": args.ridge, "threads": args.threads, "fixed_threads": args.fixed_threads,
+                           "ridge": args.ridge, "threads": args.threads,
                            "pc_tol": args.pc_tol, "pc_inner_dtype": args.pc_inner_dtype}
                     proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True,
                                           text=True, env=env)
@@ -400,8 +392,7 @@ def _print_row(r: dict, fvu_samples: int, gauss: bool = False) -> None:
     prod = r.get("product_seconds")
     prod_s, ratio = (f"{prod:.2f}", f"{r['seconds'] / prod:.1f}") if prod else ("", "")
     ridge = "file" if r.get("ridge") is None else f"{r['ridge']:g}"
-    threads = f"{r.get('threads', '')}" + (f" (→ {r['fewest_threads']})" if r.get("fewest_threads", r.get("threads"))
-                                            != r.get("threads") else "")
+    threads = f"{r.get('threads', '')}"
     print(f"| {r.get('load', 0)} | {r['device']} | {r['h']} | {r['K']} | {ridge} | {method} | {r['seconds']:.2f} | {plan} "
           f"| {prod_s} | {ratio} | {threads} | {r['peak_mb']:.0f} | {its} | "
           f"{r.get('inner_dtype') or ''} | {r.get('deflated', '')} | {res_s} | {conv} | {_parts(r)} |" + fvu, flush=True)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from workflow_helpers import SMOKE, run_snakemake
-
-# Runs that tests compare bit for bit (resume, SLURM against local, a busy machine against a quiet one)
-# keep their thread counts: the load governor (polyinterp.cpu_share) is opt-in, and stays off here.
-os.environ.pop("POLYINTERP_ADAPTIVE_THREADS", None)
 
 
 @pytest.fixture(scope="session")

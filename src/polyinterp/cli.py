@@ -9,10 +9,7 @@ line of a step is generated from its function's signature:
 - ``name: list[str]`` → ``--name PATH [PATH ...]`` (optional, default empty, when it has a default);
 - ``params: dict`` → ``--params JSON``.
 
-``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). With
-``POLYINTERP_ADAPTIVE_THREADS=1`` the solver steps of ``cpu_share.LOAD_ADAPTIVE_STEPS`` use only the
-cores other processes leave free, looked at when they start and between solver iterations
-(:mod:`polyinterp.cpu_share`; opt-in: the tables then depend on the machine's load). The table of step
+``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The table of step
 names → functions is ``polyinterp.steps.STEPS``; a function is imported only when its step
 runs, so ``polyinterp --help`` stays fast.
 """
@@ -28,7 +25,6 @@ import shlex
 import sys
 from typing import Callable
 
-from polyinterp.cpu_share import LOAD_ADAPTIVE_STEPS, governed
 from polyinterp.errors import PolyinterpError
 from polyinterp.steps import STEPS
 
@@ -154,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(threads)
     try:
-        with governed(threads if step in LOAD_ADAPTIVE_STEPS else 1):
-            func(**args)
+        func(**args)
     except PolyinterpError as exc:
         print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2

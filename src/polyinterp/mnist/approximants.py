@@ -16,7 +16,6 @@ import torch
 from polyinterp.approx import (Approximant, GaussianMixture, SolverPlan, linear_approximant,
                                quadratic_approximant)
 from polyinterp.approx.solvers.logdet_newton import NEWTON_ITERATIONS
-from polyinterp.cpu_share import allotted_threads
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_torch
@@ -54,12 +53,11 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,
     out["quadratic"] = quad.to("cpu").state_dict()
     log.info("step %d: linear %s; quadratic exact %s", ckpt["step"], lin.fit_info, quad.fit_info)
     if params["sgd"]["enabled"]:
-        with allotted_threads():  # a fixed number of steps: its result depends on the thread count
-            sgd = quadratic_approximant(
-                mlp, mix, method="sgd", steps=params["sgd"]["steps"], batch=params["sgd"]["batch"],
-                lr=params["sgd"]["lr"], optimizer=params["sgd"].get("optimizer", "adamw_schedulefree"),
-                momentum=params["sgd"].get("momentum", 0.9), seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"]),
-            )
+        sgd = quadratic_approximant(
+            mlp, mix, method="sgd", steps=params["sgd"]["steps"], batch=params["sgd"]["batch"],
+            lr=params["sgd"]["lr"], optimizer=params["sgd"].get("optimizer", "adamw_schedulefree"),
+            momentum=params["sgd"].get("momentum", 0.9), seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"]),
+        )
         out["quadratic_sgd"] = sgd.to("cpu").state_dict()
         log.info("step %d: quadratic sgd %s", ckpt["step"], sgd.fit_info)
     fits = check_fits(params.get("fits", ["mixture"]))

@@ -9,7 +9,6 @@ import torch
 
 from polyinterp.approx.core.device_clock import clock
 from polyinterp.approx.solvers.gram_operator import Theta, add, block_combine, block_inner, cast
-from polyinterp.approx.core.iteration_hooks import between_iterations
 
 
 STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over two iterations
@@ -73,7 +72,6 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     P = project(precond(low(R)))
     t_true, t_start = 0.0, clock(rhs[-1]) - t_start
     while it < max_iter and not bool((rel <= tol).all()):
-        between_iterations()
         Q = low(op_lo(P))
         C = block_inner(P, Q).to(torch.float64)
         lam, V = torch.linalg.eigh(0.5 * (C + C.T))

@@ -19,7 +19,6 @@ import torch
 
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.gram_operator import Theta, add, block_combine, block_inner, cast, sym
-from polyinterp.approx.core.iteration_hooks import between_iterations
 
 
 @dataclass
@@ -53,7 +52,6 @@ def lanczos(op, precond, start: Theta, steps: int) -> LanczosRun:
     rz0, p = rz, z
     a_list, b_list, Z = [], [], []
     for j in range(steps):
-        between_iterations()
         Z.append(tuple(((-1) ** j / rz ** 0.5) * t for t in z))
         q = op(p)
         a = rz / dot(p, q)

@@ -34,7 +34,6 @@ import math
 import torch
 
 from polyinterp.approx.core.errors import ApproxInputError
-from polyinterp.approx.core.iteration_hooks import between_iterations
 
 
 def _round_robin(m: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -195,7 +194,6 @@ def joint_diagonalize(mats: torch.Tensor, weights: torch.Tensor, *, sweeps: int 
     outer, inner = dev(_round_robin(nb)), dev(_round_robin(2 * b))
     for _ in range(sweeps):
         for bp, bq in outer:
-            between_iterations()
             idx = torch.cat([blocks[bp], blocks[bq]], 1)  # [P, 2b]
             sub = M[:, idx[:, :, None], idx[:, None, :]]  # [K, P, 2b, 2b]
             R = _jacobi_sweep(sub, w, inner, rotations)  # [P, 2b, 2b]

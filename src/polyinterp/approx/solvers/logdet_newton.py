@@ -31,7 +31,6 @@ import math
 import torch
 
 from polyinterp.approx.core.errors import ApproxInputError
-from polyinterp.approx.core.iteration_hooks import between_iterations
 from polyinterp.approx.solvers.joint_diagonal import log_determinants
 
 
@@ -118,7 +117,6 @@ def logdet_newton(mats: torch.Tensor, weights: torch.Tensor, *, iterations: int 
     U = eye
     f0, it = f, 0
     while it < iterations:
-        between_iterations()
         d = torch.diagonal(C, dim1=-2, dim2=-1)  # [K, n]
         wv = w[:, None, None]
         inv = 1.0 / d
