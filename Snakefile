@@ -33,6 +33,3 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
-
-
-name_steps_by_their_rules()  # every step rule's params.rule: its own name (common.smk)

@@ -113,11 +113,9 @@ def test_step_files_names_every_file_once():
     assert cli.step_files(None, _Files([], {"warm": []}), out) == "--out o.pt"
 
 
-def test_no_rule_names_its_step_again():
-    """The step is the rule's own name (params.rule, added once all rules are defined): no rules file
-    passes a name to step_params."""
-    from pathlib import Path
-
-    rules = Path(__file__).resolve().parents[1] / "workflow" / "rules"
-    for smk in rules.glob("*.smk"):
-        assert not re.search(r'step_params\(\s*["\']', smk.read_text()), smk
+def test_step_params_heads_the_command_with_its_step_and_refuses_an_unknown_one():
+    assert cli.step_params("mnist_data")(None) == "mnist_data"
+    assert cli.step_params("mnist_data", lambda wc: {"b": 1, "a": "x y"})(None) == \
+        """mnist_data --params '{"a": "x y", "b": 1}'"""
+    with pytest.raises(ValueError, match="'no_such_step'"):
+        cli.step_params("no_such_step")

@@ -287,3 +287,22 @@ def test_the_authors_recipe_config_is_the_papers_scale_with_the_sgd_fit_from_2_t
     assert {k for k, on in enabled.items() if on} == {(s, t) for s in seeds for t in steps if t >= 4096}
     counts = job_counts(run_snakemake(tmp_path, "-n", "--quiet", "rules", configfiles=(AUTHORS,)).stdout)
     assert "mnist_degree_approximants" not in counts and counts["mnist_svd_ablation"] == 3 * len(steps)
+
+
+@pytest.mark.parametrize("configfiles", [(), (SMOKE,), (PAPER,), (AUTHORS,),
+                                         (REPO / "workflow" / "configs" / "architectures.yaml",)],
+                         ids=["default", "smoke", "paper", "authors_code", "architectures"])
+def test_every_jobs_command_runs_the_step_of_its_own_rule(tmp_path, configfiles):
+    """The rule names its step once (step_params); in the dry run of every config, each job's command
+    runs `polyinterp <its own rule>`, and every rule with a command has one."""
+    proc = run_snakemake(tmp_path, "-n", "-p", "--forceall", configfiles=configfiles)
+    rule, checked = None, 0
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):", line)
+        if m:
+            rule = m.group(1)
+        m = re.match(r"^Shell command: .*?polyinterp (\w+)", line)
+        if m:
+            assert m.group(1) == rule, line
+            checked += 1
+    assert checked > 20, proc.stdout[-2000:]

@@ -83,17 +83,22 @@ def step_parser(step: str, func: Callable) -> argparse.ArgumentParser:
     return parser
 
 
-def step_params(params: Callable | None = None) -> Callable:
-    """For the workflow, a rule's ``params: step=step_params(lambda wc: {...})``: ``params(wildcards)``
-    — the dict of exactly the config keys the step reads — as ``--params JSON`` (nothing when the step
-    reads none). The rule's command names the step by the rule's own name (``polyinterp {params.rule} …``,
-    the ``STEP`` line of workflow/rules/common.smk). It depends on the wildcards only, so Snakemake records
-    it and reruns the job when it changes (which is why a key the step does not read must not be in it)."""
+def step_params(step: str, params: Callable | None = None) -> Callable:
+    """For the workflow, a rule's ``params: step=step_params("<rule>", lambda wc: {...})``: the step's
+    name (the rule's own, a key of :data:`polyinterp.steps.STEPS`) and ``params(wildcards)`` — the
+    dict of exactly the config keys the step reads — as ``--params JSON`` (nothing when the step reads
+    none), the head of the rule's command (``polyinterp {params.step} …``, the ``STEP`` line of
+    workflow/rules/common.smk). It depends on the wildcards only, so Snakemake records it and reruns
+    the job when it changes (which is why a key the step does not read must not be in it). An unknown
+    step is refused when the workflow is parsed."""
+    if step not in STEPS:
+        raise ValueError(f"step_params names step {step!r}, which is not in polyinterp.steps.STEPS; name the rule's "
+                         "own step")
 
     def args(wildcards) -> str:
         if params is None:
-            return ""
-        return "--params " + shlex.quote(json.dumps(params(wildcards), sort_keys=True))
+            return step
+        return f"{step} --params " + shlex.quote(json.dumps(params(wildcards), sort_keys=True))
 
     return args
 

@@ -132,20 +132,10 @@ FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])
 DEVICE = config["device"]
 
 
-# The shell command of every step: the step named after its rule (`params.rule`, added by
-# name_steps_by_their_rules), `params: step=step_params(lambda wc: {...the keys the step reads...}),
-# files=step_files`.
-STEP = "polyinterp {params.rule} {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
-
-
-def name_steps_by_their_rules():
-    """Give every rule whose command is STEP the parameter ``rule``, its own name (the step it runs).
-    Called once at the end of the Snakefile, when every rule is defined, so that no rule repeats its
-    own name. (Snakemake's shell formats ``{rule}`` itself, but ``snakemake --lint`` flags any shell
-    placeholder other than input, output, log, params, wildcards, threads and resources.)"""
-    for r in workflow.rules:
-        if r.shellcmd == STEP:
-            r.set_params(rule=r.name)
+# The shell command of every step: `params: step=step_params("<rule>", lambda wc: {...the keys the step
+# reads...}), files=step_files`; the rule names its step (its own name) once, in step_params, and
+# tests/test_dag.py checks that every job's command runs the step of its own rule.
+STEP = "polyinterp {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
 
 
 def log_path(name):

@@ -35,7 +35,7 @@ rule cubic_train:
         fit=f"{CUBIC}/fit.parquet",
         curves=f"{CUBIC}/fit_curves.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_train",
             lambda wc: {
                 **{k: config["cubic"][k] for k in ("task", "model", "train")},
                 "seed": int(wc.seed),
@@ -64,7 +64,7 @@ rule cubic_activations:
     output:
         acts=f"{VIEW}/activations.pt",
     params:
-        step=step_params(lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
+        step=step_params("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/activations_seed{seed}{view}"),
@@ -90,7 +90,7 @@ rule cubic_sae:
         latents=f"{VIEW}/sae_latents.parquet",
         curve=f"{VIEW}/sae_curve.parquet",
     params:
-        step=step_params(lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
+        step=step_params("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/sae_seed{seed}{view}"),
@@ -119,7 +119,7 @@ rule cubic_landmark_table:
         table=f"{VIEW}/landmarks.parquet",
         ranking=f"{VIEW}/landmark_ranking.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_landmark_table",
             lambda wc: {**config["cubic"]["landmarks"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -146,7 +146,7 @@ rule cubic_band_detection:
         latents=f"{VIEW}/band_latents.parquet",
         grid=f"{VIEW}/band_grid.pt",
     params:
-        step=step_params(lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
+        step=step_params("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
         files=step_files,
     log:
         log_path("cubic/bands_seed{seed}{view}"),
@@ -171,7 +171,7 @@ rule cubic_slope_search:
         scan=f"{VIEW}/slope_scan.parquet",
         best=f"{VIEW}/slopes.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_slope_search",
             lambda wc: {**config["cubic"]["slopes"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -198,7 +198,7 @@ rule cubic_clamping:
         curves=f"{CUBIC}/clamp.parquet",
         summary=f"{CUBIC}/clamp_summary.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_clamping",
             lambda wc: {**config["cubic"]["clamp"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -227,7 +227,7 @@ rule cubic_joint_clamping:
         curves=f"{CUBIC}/joint_clamp.parquet",
         fits=f"{CUBIC}/joint_clamp_fits.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_joint_clamping",
             lambda wc: {**config["cubic"]["joint_clamp"], "seed": int(wc.seed), "device": DEVICE}
         ),
         files=step_files,
@@ -256,7 +256,7 @@ rule cubic_band_thresholds:
     output:
         table=f"{CUBIC}/band_thresholds.parquet",
     params:
-        step=step_params(
+        step=step_params("cubic_band_thresholds",
             lambda wc: {
                 "grid": config["cubic"]["thresholds"],
                 "bands": {k: config["cubic"]["bands"][k] for k in _BAND_RULE},
@@ -287,7 +287,7 @@ rule cubic_summary:
         seeds="results/cubic/slopes_per_seed.parquet",
         spread="results/cubic/slopes_spread.parquet",
     params:
-        step=step_params(),
+        step=step_params("cubic_summary"),
         files=step_files,
     log:
         log_path("cubic/summary"),
@@ -310,7 +310,7 @@ rule cubic_checkpoint_model:
     output:
         model=f"{CUBIC}/train_step{{step}}/model.pt",
     params:
-        step=step_params(lambda wc: {"step": int(wc.step)}),
+        step=step_params("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)}),
         files=step_files,
     log:
         log_path("cubic/checkpoint_model_seed{seed}/train_step{step}"),
@@ -342,7 +342,7 @@ rule cubic_layers_summary:
     output:
         table="results/cubic/layers.parquet",
     params:
-        step=step_params(lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
+        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/layers_summary"),
@@ -365,7 +365,7 @@ rule cubic_training_summary:
     output:
         table="results/cubic/training.parquet",
     params:
-        step=step_params(lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
+        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/training_summary"),
@@ -392,7 +392,7 @@ rule cubic_capacity_train:
         fit=f"{CUBIC}/capacity_{{variant}}/fit.parquet",
         curves=f"{CUBIC}/capacity_{{variant}}/fit_curves.parquet",
     params:
-        step=step_params(lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
+        step=step_params("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
         files=step_files,
     log:
         log_path("cubic/capacity_train_seed{seed}/{variant}"),
@@ -418,7 +418,7 @@ rule cubic_capacity_summary:
     output:
         table="results/cubic/capacity.parquet",
     params:
-        step=step_params(lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
+        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
         files=step_files,
     log:
         log_path("cubic/capacity_summary"),
@@ -447,7 +447,7 @@ rule cubic_grid_seed:
         sae=point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
         metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
     params:
-        step=step_params(lambda wc: seed_params(config["cubic"], wc.seed, DEVICE)),
+        step=step_params("cubic_grid_seed", lambda wc: seed_params(config["cubic"], wc.seed, DEVICE)),
         files=step_files,
     log:
         log_path("cubic/grid_seed{seed}"),
@@ -474,7 +474,7 @@ rule cubic_grid_summary:
         table="results/cubic/grid.parquet",
         latents="results/cubic/grid_latents.parquet",
     params:
-        step=step_params(lambda wc: summary_params(config["cubic"], SEEDS, DEVICE)),
+        step=step_params("cubic_grid_summary", lambda wc: summary_params(config["cubic"], SEEDS, DEVICE)),
         files=step_files,
     log:
         log_path("cubic/grid_summary"),

@@ -13,7 +13,7 @@ rule fig1_features:
     output:
         out=report_figure("fig1_{model}", "MNIST", caption="fig1"),
     params:
-        step=step_params(lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        step=step_params("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
         files=step_files,
     log:
         log_path("figures/fig1_{model}"),
@@ -34,7 +34,7 @@ rule fig2_fvu:
     output:
         out=report_figure("fig2", "MNIST"),
     params:
-        step=step_params(),
+        step=step_params("fig2_fvu"),
         files=step_files,
     log:
         log_path("figures/fig2"),
@@ -55,7 +55,7 @@ rule fig3_kl:
     output:
         out=report_figure("fig3", "MNIST"),
     params:
-        step=step_params(),
+        step=step_params("fig3_kl"),
         files=step_files,
     log:
         log_path("figures/fig3"),
@@ -76,7 +76,7 @@ rule fig4_ablated_digits:
     output:
         out=report_figure("fig4_{model}", "MNIST", caption="fig4"),
     params:
-        step=step_params(lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        step=step_params("fig4_ablated_digits", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
         files=step_files,
     log:
         log_path("figures/fig4_{model}"),
@@ -97,7 +97,7 @@ rule fig5_ablation_accuracy:
     output:
         out=report_figure("fig5_{model}", "MNIST", caption="fig5"),
     params:
-        step=step_params(
+        step=step_params("fig5_ablation_accuracy",
             lambda wc: {k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")},
         ),
         files=step_files,
@@ -120,7 +120,7 @@ rule fig6_attack_strength:
     output:
         out=report_figure("fig6_{model}", "MNIST", caption="fig6"),
     params:
-        step=step_params(),
+        step=step_params("fig6_attack_strength"),
         files=step_files,
     log:
         log_path("figures/fig6_{model}"),
@@ -141,7 +141,7 @@ rule fig_models_fvu:
     output:
         out=report_figure("fig_models", "MNIST"),
     params:
-        step=step_params(),
+        step=step_params("fig_models_fvu"),
         files=step_files,
     log:
         log_path("figures/fig_models"),
@@ -169,7 +169,7 @@ rule cubic_fig_fit:
     output:
         out=report_figure("cubic_fit", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_fit"),
         files=step_files,
     log:
         log_path("figures/cubic_fit"),
@@ -191,7 +191,7 @@ rule cubic_fig_landmarks:
     output:
         out=report_figure("cubic_landmarks", "Cubic regressor"),
     params:
-        step=step_params(lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]}),
+        step=step_params("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]}),
         files=step_files,
     log:
         log_path("figures/cubic_landmarks"),
@@ -214,7 +214,7 @@ rule cubic_fig_bands:
     output:
         out=report_figure("cubic_bands", "Cubic regressor"),
     params:
-        step=step_params(lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]}),
+        step=step_params("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]}),
         files=step_files,
     log:
         log_path("figures/cubic_bands"),
@@ -237,7 +237,7 @@ rule cubic_fig_slopes:
     output:
         out=report_figure("cubic_slopes", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_slopes"),
         files=step_files,
     log:
         log_path("figures/cubic_slopes"),
@@ -259,7 +259,7 @@ rule cubic_fig_clamp:
     output:
         out=report_figure("cubic_clamp", "Cubic regressor"),
     params:
-        step=step_params(lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]}),
+        step=step_params("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]}),
         files=step_files,
     log:
         log_path("figures/cubic_clamp"),
@@ -281,7 +281,7 @@ rule cubic_fig_joint_clamp:
     output:
         out=report_figure("cubic_joint_clamp", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_joint_clamp"),
         files=step_files,
     log:
         log_path("figures/cubic_joint_clamp"),
@@ -302,7 +302,7 @@ rule cubic_fig_thresholds:
     output:
         out=report_figure("cubic_thresholds", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_thresholds"),
         files=step_files,
     log:
         log_path("figures/cubic_thresholds"),
@@ -323,7 +323,7 @@ rule cubic_fig_layers:
     output:
         out=report_figure("cubic_layers", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_layers"),
         files=step_files,
     log:
         log_path("figures/cubic_layers"),
@@ -344,7 +344,7 @@ rule cubic_fig_training:
     output:
         out=report_figure("cubic_training", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_training"),
         files=step_files,
     log:
         log_path("figures/cubic_training"),
@@ -365,7 +365,7 @@ rule cubic_fig_capacity:
     output:
         out=report_figure("cubic_capacity", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_capacity"),
         files=step_files,
     log:
         log_path("figures/cubic_capacity"),
@@ -387,7 +387,7 @@ rule cubic_fig_grid:
     output:
         out=report_figure("cubic_grid", "Cubic regressor"),
     params:
-        step=step_params(),
+        step=step_params("cubic_fig_grid"),
         files=step_files,
     log:
         log_path("figures/cubic_grid"),

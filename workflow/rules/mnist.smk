@@ -6,7 +6,7 @@ rule mnist_data:
     output:
         data="results/data/mnist.npz",
     params:
-        step=step_params(lambda wc: config["mnist"]["data"]),
+        step=step_params("mnist_data", lambda wc: config["mnist"]["data"]),
         files=step_files,
     log:
         log_path("mnist/data"),
@@ -27,7 +27,7 @@ rule mnist_mixture:
     output:
         mixture="results/mnist/mixture.pt",
     params:
-        step=step_params(lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")}),
+        step=step_params("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")}),
         files=step_files,
     log:
         log_path("mnist/mixture"),
@@ -49,7 +49,7 @@ rule mnist_solver_plan:
     output:
         plan="results/mnist/solver_plan.pt",
     params:
-        step=step_params(
+        step=step_params("mnist_solver_plan",
             lambda wc: {
                 # only the keys of the chosen basis, so that the other's keys do not rebuild the plan
                 **{k: config["mnist"]["approx"][k] for k in ("jd_basis", "deflation_steps", "coarse_ritz", "coarse_rank")
@@ -80,7 +80,7 @@ rule mnist_train:
     output:
         ckpt=[mnist_ckpt(step=s) for s in MNIST_STEPS],
     params:
-        step=step_params(
+        step=step_params("mnist_train",
             lambda wc: {
                 **train_params(MODELS[wc.model].train),
                 **MODELS[wc.model].arch_params(),
@@ -115,7 +115,7 @@ rule mnist_approximants:
     output:
         approx=mnist_approx(),
     params:
-        step=step_params(
+        step=step_params("mnist_approximants",
             lambda wc: {
                 **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "fits")},
                 "sgd": sgd_settings(config["mnist"]["approx"]["sgd"], int(wc.step), SGD_STEPS),
@@ -148,7 +148,7 @@ rule mnist_degree_approximants:
         approx=mnist_degree_approx(),
         metrics=mnist_file("degrees/metrics_step{step}.parquet"),
     params:
-        step=step_params(
+        step=step_params("mnist_degree_approximants",
             lambda wc: {
                 **{k: v for k, v in config["mnist"]["approx"]["cubic"].items() if k != "checkpoints"},
                 "degrees": config["mnist"]["approx"]["degrees"],
@@ -181,7 +181,7 @@ rule mnist_metrics:
     output:
         metrics=mnist_file("metrics/step{step}.parquet"),
     params:
-        step=step_params(lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
+        step=step_params("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
         files=step_files,
     log:
         log_path("mnist/{model}/metrics_seed{seed}_step{step}"),
@@ -206,7 +206,7 @@ rule mnist_metrics_all:
     output:
         metrics="results/mnist/metrics.parquet",
     params:
-        step=step_params(),
+        step=step_params("mnist_metrics_all"),
         files=step_files,
     log:
         log_path("mnist/metrics_all"),
@@ -228,7 +228,7 @@ rule mnist_degree_summary:
         table="results/mnist/fvu_by_degree.parquet",
         markdown=report("results/mnist/fvu_by_degree.md", caption="../report/fvu_by_degree.rst", category="Tables"),
     params:
-        step=step_params(),
+        step=step_params("mnist_degree_summary"),
         files=step_files,
     log:
         log_path("mnist/degree_summary"),
@@ -256,7 +256,7 @@ rule mnist_svd_ablation:
     output:
         table=mnist_file("ablation/step{step}.parquet"),
     params:
-        step=step_params(
+        step=step_params("mnist_svd_ablation",
             lambda wc: {
                 **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "random_draws")},
                 "device": DEVICE,
@@ -288,7 +288,7 @@ rule mnist_svd_ablation_all:
         table="results/mnist/{model}/svd_ablation.parquet",
         examples="results/mnist/{model}/svd_ablation_examples.pt",
     params:
-        step=step_params(
+        step=step_params("mnist_svd_ablation_all",
             lambda wc: {
                 **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "figure_steps", "accuracy_level")},
                 "device": DEVICE,
@@ -316,7 +316,7 @@ rule mnist_attack_summary:
         summary="results/mnist/attack_strength.parquet",
         markdown=report("results/mnist/attack_strength.md", caption="../report/attack_strength.rst", category="Tables"),
     params:
-        step=step_params(),
+        step=step_params("mnist_attack_summary"),
         files=step_files,
     log:
         log_path("mnist/attack_summary"),
@@ -343,7 +343,7 @@ rule mnist_early_fvu:
     output:
         table=mnist_file("early_fvu.parquet"),
     params:
-        step=step_params(lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE}),
+        step=step_params("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE}),
         files=step_files,
     log:
         log_path("mnist/{model}/early_fvu_seed{seed}"),
@@ -366,7 +366,7 @@ rule mnist_early_fvu_summary:
         summary="results/mnist/early_fvu.parquet",
         markdown=report("results/mnist/early_fvu.md", caption="../report/early_fvu.rst", category="Tables"),
     params:
-        step=step_params(),
+        step=step_params("mnist_early_fvu_summary"),
         files=step_files,
     log:
         log_path("mnist/early_fvu_summary"),

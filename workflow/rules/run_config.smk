@@ -18,7 +18,7 @@ rule run_config:
     output:
         run_config=report(RUN_CONFIG, caption="../report/run_config.rst", category="Run"),
     params:
-        step=step_params(
+        step=step_params("run_config",
             lambda wc: {"config": config, "configfiles": _CONFIGFILES, "config_hash": config_hash(config)},
         ),
         files=step_files,

@@ -18,7 +18,7 @@ rule scorecard:
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
         why=report("results/why_differs.md", caption="../report/why_differs.rst", category="Scorecard"),
     params:
-        step=step_params(lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
+        step=step_params("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
                                      "optimizer": config["mnist"]["train"]["optimizer"]}),
         files=step_files,
     log:
