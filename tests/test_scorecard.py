@@ -28,7 +28,7 @@ def _metrics(lin, quad, kl_lin, kl_quad, sgd=None, seeds=(0, 1)):
 
 
 def _ablation(mlp, linear, seeds=(0, 1)):
-    rows = [dict(seed=s, step=262144, k=k, directions="svd", draw=0, predictor=m, accuracy=acc[k])
+    rows = [dict(seed=s, step=262144, basis="mixture", k=k, directions="svd", draw=0, predictor=m, accuracy=acc[k])
             for s in seeds for m, acc in (("mlp", mlp), ("linear", linear)) for k in range(11)]
     return pd.DataFrame(rows)
 

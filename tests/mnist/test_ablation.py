@@ -216,11 +216,12 @@ def test_attack_summary_is_the_seed_mean_of_the_table():
                 for k in range(11):
                     for model in ("mlp", own, "quadratic", "quadratic_sgd"):
                         acc = clean if k == 0 else clean / (1 + k + seed + (basis == "mixture"))
-                        rows.append(dict(seed=seed, step=step, basis=basis, k=k, directions="svd", draw=0,
-                                         predictor=model, accuracy=acc))
+                        rows.append(dict(model="mlp_relu", seed=seed, step=step, basis=basis, k=k, directions="svd",
+                                         draw=0, predictor=model, accuracy=acc))
                     for draw in (0, 1):
-                        rows.append(dict(seed=seed, step=step, basis=basis, k=k, directions="random", draw=draw,
-                                         predictor="mlp", accuracy=clean - 0.01 * (k + draw)))
+                        rows.append(dict(model="mlp_relu", seed=seed, step=step, basis=basis, k=k,
+                                         directions="random", draw=draw, predictor="mlp",
+                                         accuracy=clean - 0.01 * (k + draw)))
     df = pd.DataFrame(rows)
     out = attack_summary_table(df)
     assert sorted(out.k.unique()) == [4, 10]

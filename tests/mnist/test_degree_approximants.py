@@ -38,7 +38,8 @@ def _problem(seed: int = 0, hidden: int = 6, pool: int = POOL):
     means = 0.3 + 0.2 * torch.rand(K, D, generator=g, dtype=torch.float64)
     mixture = {"weights": torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), "means": means, "covs": covs,
                "ridge": 0.01}
-    ckpt = {"arch": {"d": D, "hidden": hidden, "n_out": 3}, "state": net.state_dict(), "step": 16, "seed": seed,
+    ckpt = {"arch": {"d": D, "hidden": hidden, "n_out": 3, "arch": "mlp", "activation": "relu"}, "model": "mlp_relu",
+            "state": net.state_dict(), "step": 16, "seed": seed,
             "preprocess": {"pool": pool, "center": False}, "train_loss": 1.0, "test_accuracy": 0.5}
     images = torch.randint(0, 256, (500, 28, 28), generator=g, dtype=torch.uint8).numpy()
     mnist = SimpleNamespace(test_images=images, test_labels=np.asarray(torch.randint(0, 3, (500,), generator=g)))

@@ -56,12 +56,6 @@ def test_a_checkpoint_rebuilds_the_same_network(arch, act):
     assert torch.equal(back(x), net(x))
 
 
-def test_old_checkpoints_without_arch_are_relu_mlps():
-    net = make_network(D, 5, 3)
-    back = load_network({"arch": {"d": D, "hidden": 5, "n_out": 3}, "state": net.state_dict()})
-    assert isinstance(back, torch.nn.Sequential) and isinstance(back[1], torch.nn.ReLU)
-
-
 def test_the_default_relu_mlp_is_built_as_before():
     """The default ReLU MLP is constructed exactly as before models were configurable (same parameters
     from the same seed), so the default config's numbers stay."""

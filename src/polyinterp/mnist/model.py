@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from polyinterp.approx import GLU, MLP
-from polyinterp.mnist.model_specs import ARCHS, DEFAULT_MODEL
+from polyinterp.mnist.model_specs import ARCHS
 
 # The torch module of each activation a network can be trained with (model_specs.ACTIVATIONS).
 TRAINABLE_ACTIVATIONS = {
@@ -61,17 +61,14 @@ def network_arch(model: nn.Module) -> dict:
 
 
 def model_name(saved: dict) -> str:
-    """The model a checkpoint, approx file or attack-examples file belongs to (``mnist.models`` name;
-    files from before models were configurable: the ReLU MLP)."""
-    return saved.get("model", DEFAULT_MODEL)
+    """The model a checkpoint, approx file or attack-examples file belongs to (its ``mnist.models`` name)."""
+    return saved["model"]
 
 
 def load_network(ckpt: dict, device: torch.device | str = "cpu") -> nn.Module:
-    """Rebuild the eval-mode network saved in a training checkpoint (checkpoints written before models
-    were configurable have no arch / activation: a ReLU MLP)."""
+    """Rebuild the eval-mode network saved in a training checkpoint."""
     arch = ckpt["arch"]
-    model = make_network(arch["d"], arch["hidden"], arch["n_out"], arch.get("arch", "mlp"),
-                         arch.get("activation", "relu"))
+    model = make_network(arch["d"], arch["hidden"], arch["n_out"], arch["arch"], arch["activation"])
     model.load_state_dict(ckpt["state"])
     return model.to(device).eval()
 

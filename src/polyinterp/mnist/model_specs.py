@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from polyinterp.errors import ConfigError
 
 NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_]*"
-DEFAULT_MODEL = "mlp_relu"  # the model name of files written before models were configurable
 ARCHS = ("mlp", "glu")
 # Activations a network can be trained with (polyinterp.mnist.model builds their modules): the library
 # approximates each (closed forms for ReLU and GELU, Gauss–Hermite for the others).

@@ -90,9 +90,7 @@ def attack_claims(ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
     """The SVD-attack claims, per basis, each read at the checkpoints of :func:`attack_steps` (one row
     per checkpoint, the family being the claim): the MLP below 0.5 at k = 4, at chance by k = 10, and in
     lockstep over the drop (k ≥ 1) with the linear approximant whose β is attacked and, separately,
-    with the quadratic approximant. Tables from before the ``basis`` column are read as the mixture basis."""
-    if "basis" not in ablation:
-        ablation = ablation.assign(basis="mixture")
+    with the quadratic approximant."""
     svd_all = ablation[ablation.directions == "svd"]
     chosen = accuracy_level_step(ablation, accuracy_level)
     out = []

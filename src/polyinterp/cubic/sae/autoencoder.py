@@ -256,7 +256,7 @@ def sae_step(*, acts: str, model: str, sae: str, metrics: str, latents: str, cur
 
     # Downstream: the regressor finished from the SAE reconstruction instead of its own activation.
     net = load_model(model, device)
-    layer = net.check_layer(blob.get("layer", net.n_hidden))
+    layer = net.check_layer(blob["layer"])
     if x_tr.shape[1] != net.widths[layer]:
         raise DataError(f"{acts} holds {x_tr.shape[1]}-wide activations but hidden layer {layer} of {model} is "
                         f"{net.widths[layer]} wide; rebuild {acts} with the cubic_activations rule.")
@@ -300,10 +300,8 @@ def load_sae(path, device="cpu") -> TopKSAE:
     return TopKSAE.from_state(blob).to(device).eval()
 
 
-def sae_layer(path) -> int | None:
-    """The hidden layer (1 … n_hidden) the SAE file ``path`` was fitted on; None (the last hidden layer)
-    for a file written before layers were recorded."""
+def sae_layer(path) -> int:
+    """The hidden layer (1 … n_hidden) the SAE file ``path`` was fitted on."""
     from polyinterp.io import load_torch
 
-    layer = load_torch(path).get("layer")
-    return None if layer is None else int(layer)
+    return int(load_torch(path)["layer"])

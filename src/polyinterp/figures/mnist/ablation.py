@@ -9,14 +9,12 @@ import math
 
 import numpy as np
 
-from polyinterp.errors import DataError
 from polyinterp.figures.style import COLORS, LABELS
 from polyinterp.io import load_torch, save_figure
 from polyinterp.mnist.attack.bases import basis_model_name, present_bases
 from polyinterp.mnist.attack.checkpoints import figure_steps, load_attack_table
 from polyinterp.mnist.attack.summary import attack_strength, summary_ks
 from polyinterp.mnist.model import model_name
-from polyinterp.mnist.model_specs import DEFAULT_MODEL
 
 BASIS_STYLES = {"mixture": "-", "gaussian": "--", "standard_normal": ":"}
 BASIS_COLORS = {"mixture": "tab:blue", "gaussian": "tab:green", "standard_normal": "tab:red"}
@@ -39,9 +37,6 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     import matplotlib.pyplot as plt
 
     ex = load_torch(examples)
-    if "bases" not in ex:
-        raise DataError(f"{examples} was written by an older version of the attack (no bases); rerun it with"
-                        " `snakemake --forcerun mnist_svd_ablation_all`.")
     digit = int(params["digit"])
     ks = ex["k"].tolist()[1:]
     k_max = ks[-1] if ks else 0
@@ -174,5 +169,5 @@ def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
 
 
 def _model_name(table) -> str:
-    """The network an attack table is of (its model column; tables from before models: the ReLU MLP)."""
-    return ", ".join(dict.fromkeys(table.model)) if "model" in table.columns else DEFAULT_MODEL
+    """The network an attack table is of (its model column)."""
+    return ", ".join(dict.fromkeys(table.model))

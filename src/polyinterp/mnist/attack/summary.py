@@ -17,7 +17,6 @@ import pandas as pd
 from polyinterp.io import atomic_path, save_parquet
 from polyinterp.mnist.attack.bases import basis_model_name, present_bases
 from polyinterp.mnist.attack.checkpoints import clean_accuracy, load_attack_table
-from polyinterp.mnist.model_specs import DEFAULT_MODEL
 
 STRENGTH_COLUMNS = {"k": "int64", "basis": "string", "predictor": "string", "step": "int64",
                     "clean_accuracy": "float64", "mean": "float64", "min": "float64", "max": "float64",
@@ -62,8 +61,6 @@ def attack_strength(table: pd.DataFrame, k: int) -> pd.DataFrame:
 
 def attack_summary_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`attack_strength` for each model of the table (in table order) and each k of :func:`summary_ks`."""
-    if "model" not in table.columns:  # a table of one network from before models were configurable
-        table = table.assign(model=DEFAULT_MODEL)
     frames = []
     for model in table.model.unique():
         sub = table[table.model == model]
