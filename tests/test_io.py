@@ -1,11 +1,9 @@
-"""polyinterp.io: unreadable intermediates name the file, the rule that wrote it and the fix;
-a full disk while writing says so and leaves the destination untouched."""
+"""polyinterp.io: unreadable or changed intermediates name the file, the rule that wrote it (where the
+file records it) and the fix; a full disk while writing says so and leaves the destination untouched."""
 
 from __future__ import annotations
 
-import base64
 import errno
-import json
 import os
 import shutil
 import subprocess
@@ -19,14 +17,16 @@ import torch
 
 from polyinterp import io
 from polyinterp.errors import DataError
-from polyinterp.io import load_parquet, load_torch, save_npz, save_parquet, save_torch, writer_rule
+from polyinterp.io import load_parquet, load_torch, record_writer, save_npz, save_parquet, save_torch
 
 
-def fake_metadata(workdir: Path, path: str, rule: str) -> None:
-    """What Snakemake leaves in ``.snakemake/metadata`` for an output ``path`` (relative to workdir)."""
-    meta = workdir / ".snakemake" / "metadata"
-    meta.mkdir(parents=True, exist_ok=True)
-    (meta / base64.urlsafe_b64encode(path.encode()).decode()).write_text(json.dumps({"rule": rule, "incomplete": False}))
+@pytest.fixture
+def as_rule():
+    """Write files as the step of a rule would (``polyinterp.cli`` records the step it runs)."""
+    def set_rule(rule):
+        record_writer(rule)
+    yield set_rule
+    record_writer(None)
 
 
 def write(kind: str, path: Path) -> None:
@@ -40,32 +40,20 @@ LOAD = {"pt": load_torch, "parquet": load_parquet}
 
 
 @pytest.mark.parametrize("kind", ["pt", "parquet"])
-def test_truncated_file_names_file_rule_and_fix(kind, tmp_path, monkeypatch):
+def test_truncated_file_names_the_file_and_the_fix(kind, tmp_path, monkeypatch, as_rule):
     monkeypatch.chdir(tmp_path)
     rel = f"results/mnist/seed0/thing.{kind}"
+    as_rule("mnist_thing")
     write(kind, Path(rel))
     LOAD[kind](rel)  # readable before the damage
     os.truncate(rel, os.path.getsize(rel) // 2)
-    fake_metadata(tmp_path, rel, "mnist_thing")
     with pytest.raises(DataError) as ei:
         LOAD[kind](rel)
     msg = str(ei.value)
-    assert rel in msg
-    assert "rule mnist_thing" in msg
-    assert "delete it and rerun, or `snakemake --forcerun mnist_thing`" in msg
+    assert rel in msg and "cannot be read" in msg
+    assert "delete it and rerun" in msg and "`snakemake -n <file>` names the rule that builds it" in msg
     assert ei.value.__cause__ is not None  # the original error is kept in the chain
     assert type(ei.value.__cause__).__name__ in msg
-
-
-@pytest.mark.parametrize("kind", ["pt", "parquet"])
-def test_absolute_path_finds_the_rule_too(kind, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    rel = f"results/x.{kind}"
-    write(kind, Path(rel))
-    os.truncate(rel, 10)
-    fake_metadata(tmp_path, rel, "some_rule")
-    with pytest.raises(DataError, match="--forcerun some_rule"):
-        LOAD[kind](tmp_path / rel)
 
 
 @pytest.mark.parametrize("kind", ["pt", "parquet"])
@@ -95,49 +83,13 @@ def test_load_parquet_passes_keywords(tmp_path):
     assert list(load_parquet(path, columns=["value"]).columns) == ["value"]
 
 
-def test_writer_rule_never_raises(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert writer_rule("results/none.pt") is None  # no .snakemake at all
-    meta = tmp_path / ".snakemake" / "metadata"
-    meta.mkdir(parents=True)
-    (meta / base64.urlsafe_b64encode(b"results/bad.pt").decode()).write_text("{not json")
-    assert writer_rule("results/bad.pt") is None
-    (meta / base64.urlsafe_b64encode(b"results/list.pt").decode()).write_text("[1, 2]")
-    assert writer_rule("results/list.pt") is None
-    assert writer_rule("\0odd") is None
-    fake_metadata(tmp_path, "results/ok.pt", "mnist_ok")
-    assert writer_rule("results/ok.pt") == "mnist_ok"
-    assert writer_rule("./results/../results/ok.pt") == "mnist_ok"
-    assert writer_rule(tmp_path / "results" / "ok.pt") == "mnist_ok"
-
-
-def test_writer_rule_matches_snakemake_metadata(tmp_path, monkeypatch):
-    """The lookup reads what the installed Snakemake really writes, long (split) names included."""
-    long = "out/" + "d" * 120 + "/" + "e" * 120 + ".pt"  # base64 longer than one file name
-    (tmp_path / "Snakefile").write_text(
-        "rule all:\n    input: 'out/short.txt', " + repr(long) + "\n"
-        "rule short:\n    output: 'out/short.txt'\n    shell: 'echo ok > {output}'\n"
-        "rule long_one:\n    output: " + repr(long) + "\n    shell: 'echo ok > {output}'\n"
-    )
-    subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "1", "--workflow-profile", "none", "-q"],
-        cwd=tmp_path, check=True, capture_output=True, timeout=300,
-    )
-    monkeypatch.chdir(tmp_path)
-    assert writer_rule("out/short.txt") == "short"
-    assert writer_rule(long) == "long_one"
-
-
-SMOKE_RUN = Path("/work/smoke_new")
-
-
-@pytest.mark.skipif(not (SMOKE_RUN / ".snakemake" / "metadata").is_dir(), reason="no finished smoke run here")
-def test_writer_rule_on_a_real_run(monkeypatch):
-    monkeypatch.chdir(SMOKE_RUN)
-    assert writer_rule("results/mnist/mixture.pt") == "mnist_mixture"
-
-
 # ---- full disk -------------------------------------------------------------------------------
+
+def io_pq():
+    import pyarrow.parquet as pq
+
+    return pq
+
 
 def left_over(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
@@ -152,7 +104,7 @@ def test_full_disk_while_writing_parquet(code, words, tmp_path, monkeypatch):
     def full(self, *a, **k):
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    monkeypatch.setattr(io_pq(), "write_table", full)
     with pytest.raises(DataError) as ei:
         save_parquet(pd.DataFrame({"a": [1]}), dest)
     msg = str(ei.value)
@@ -199,7 +151,7 @@ def test_other_write_errors_pass_through(tmp_path, monkeypatch):
     def denied(self, *a, **k):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", denied)
+    monkeypatch.setattr(io_pq(), "write_table", denied)
     with pytest.raises(PermissionError):
         save_parquet(pd.DataFrame({"a": [1]}), dest)
     assert left_over(tmp_path) == [] and not dest.exists()
@@ -250,8 +202,7 @@ def test_truncated_mnist_npz(size, tmp_path, monkeypatch):
     rel = "results/data/mnist.npz"
     save_npz(rel, train_images=np.zeros((2, 28, 28), np.uint8), source=np.array("idx"))
     os.truncate(rel, os.path.getsize(rel) // 2 if size is None else size)
-    fake_metadata(tmp_path, rel, "mnist_data")
-    with pytest.raises(DataError, match=r"results/data/mnist.npz cannot be read .*--forcerun mnist_data"):
+    with pytest.raises(DataError, match=r"results/data/mnist.npz cannot be read .*delete it and rerun"):
         load_mnist(rel)
 
 
@@ -266,12 +217,12 @@ def flip_byte_in(path: Path, needle: bytes) -> int:
     return at
 
 
-def test_a_changed_byte_in_a_torch_payload_names_the_file_the_rule_and_the_fix(tmp_path, monkeypatch):
+def test_a_changed_byte_in_a_torch_payload_names_the_file_the_rule_and_the_fix(tmp_path, monkeypatch, as_rule):
     monkeypatch.chdir(tmp_path)
     weights = torch.arange(4096, dtype=torch.float32).reshape(64, 64) / 7
     path = Path("results/mnist/m/seed0/approx/step16.pt")
+    as_rule("mnist_approximants")
     save_torch({"quadratic": {"gamma": weights}, "step": 16}, path)
-    fake_metadata(tmp_path, str(path), "mnist_approximants")
     assert torch.equal(load_torch(path)["quadratic"]["gamma"], weights)  # the digest key is not returned
     assert set(load_torch(path)) == {"quadratic", "step"}
     flip_byte_in(path, weights.numpy().tobytes()[4000:4400])
@@ -284,16 +235,62 @@ def test_a_changed_byte_in_a_torch_payload_names_the_file_the_rule_and_the_fix(t
     assert torch.equal(load_torch(path)["quadratic"]["gamma"], weights)
 
 
-def test_a_changed_byte_in_a_parquet_page_names_the_file(tmp_path, monkeypatch):
+def test_a_changed_byte_in_a_parquet_page_names_the_file(tmp_path, monkeypatch, as_rule):
     monkeypatch.chdir(tmp_path)
     values = np.random.default_rng(0).standard_normal(300)
     path = Path("results/mnist/m/seed0/metrics/step16.parquet")
+    as_rule("mnist_metrics")
     save_parquet(pd.DataFrame({"value": values, "step": np.arange(300)}), path)
-    fake_metadata(tmp_path, str(path), "mnist_metrics")
     flip_byte_in(path, values.tobytes()[800:1200])
-    with pytest.raises(DataError, match=r"step16\.parquet was changed after it was written: a data page fails its "
-                                        r"checksum.*--forcerun mnist_metrics"):
+    with pytest.raises(DataError, match=r"step16\.parquet was changed after it was written: its bytes have sha256 .*"
+                                        r"`snakemake --forcerun mnist_metrics` \(rule mnist_metrics writes it\)"):
         load_parquet(path)
+
+
+def _footer(path: Path) -> range:
+    """The byte range of a Parquet file's footer (its Thrift FileMetaData: schema, statistics, key-value
+    metadata), before the 4-byte length and the closing magic."""
+    blob = path.read_bytes()
+    length = int.from_bytes(blob[-8:-4], "little")
+    return range(len(blob) - 8 - length, len(blob) - 8)
+
+
+def test_a_changed_footer_byte_never_loads_other_data_silently(tmp_path, monkeypatch, as_rule):
+    """Every single-bit change in the footer (schema, statistics, the pandas and digest metadata) either
+    is refused with a DataError or changes nothing a reader gets (e.g. the writer library's name); the
+    middle byte of the footer is refused, naming the file and the rule."""
+    monkeypatch.chdir(tmp_path)
+    as_rule("mnist_metrics")
+    df = pd.DataFrame({"step": np.arange(50), "approximant": ["linear", "quadratic"] * 25,
+                       "value": np.random.default_rng(1).standard_normal(50)})
+    path = Path("results/metrics.parquet")
+    save_parquet(df, path)
+    clean = path.read_bytes()
+    footer = _footer(path)
+    refused = silent = 0
+    for at in footer:
+        blob = bytearray(clean)
+        blob[at] ^= 0x04
+        path.write_bytes(bytes(blob))
+        try:
+            got = load_parquet(path)
+        except DataError:
+            refused += 1
+            continue
+        pd.testing.assert_frame_equal(got, df)   # loaded: then exactly the table that was written
+        silent += 1
+    assert silent == 0, silent   # the file's digest covers every byte
+    blob = bytearray(clean)
+    blob[footer[len(footer) // 2]] ^= 0x04
+    path.write_bytes(bytes(blob))
+    with pytest.raises(DataError, match=r"metrics\.parquet (was changed|cannot be read).*delete it and rerun"):
+        load_parquet(path)
+
+
+def test_a_parquet_file_without_a_digest_is_refused_naming_the_fix(tmp_path):
+    pd.DataFrame({"a": [1, 2]}).to_parquet(tmp_path / "old.parquet")
+    with pytest.raises(DataError, match=r"old\.parquet has no content digest.*delete it and rerun"):
+        load_parquet(tmp_path / "old.parquet")
 
 
 @pytest.mark.parametrize("obj", [[torch.ones(3), "a"], torch.zeros(2, 2), {"_polyinterp_sha256": 1, "x": 2}])
@@ -303,7 +300,7 @@ def test_objects_that_are_not_plain_dicts_round_trip(obj, tmp_path):
     assert io.content_digest(got) == io.content_digest(obj) and type(got) is type(obj)
 
 
-def test_a_torch_file_without_a_digest_is_refused(tmp_path):
+def test_a_torch_file_without_a_digest_is_refused(tmp_path):  # noqa: D103
     torch.save({"step": 1}, tmp_path / "old.pt")
     with pytest.raises(DataError, match=r"old\.pt has no content digest.*delete it and rerun"):
         load_torch(tmp_path / "old.pt")

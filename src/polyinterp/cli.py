@@ -26,6 +26,7 @@ import sys
 from typing import Callable
 
 from polyinterp.errors import PolyinterpError
+from polyinterp.io import record_writer
 from polyinterp.steps import STEPS
 
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(threads)
+    record_writer(step)  # every file the step writes names it, for the fix an error about the file gives
     try:
         func(**args)
     except PolyinterpError as exc:

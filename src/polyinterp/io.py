@@ -6,10 +6,8 @@ killed job never leaves a partial file under an output name.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
-import json
 import os
 import pickle
 import shutil
@@ -104,6 +102,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 # its CRCs, so a changed byte in a tensor would load silently); a non-dict object is wrapped in PAYLOAD.
 DIGEST_KEY = "_polyinterp_sha256"
 PAYLOAD_KEY = "_polyinterp_payload"
+WRITER_KEY = "_polyinterp_rule"  # the rule (step) that wrote the file, for the fix an error names
+
+_writer: list[str] = []
+
+
+def record_writer(step: str | None) -> None:
+    """The step (rule) this process runs: every file it writes records it, so that an error about the
+    file later names the rule to rerun (``polyinterp.cli`` calls this before running a step)."""
+    _writer[:] = [step] if step else []
+
+
+def _current_writer() -> str | None:
+    return _writer[0] if _writer else None
 
 
 def content_digest(obj: Any) -> str:
@@ -148,6 +159,8 @@ def save_torch(obj: Any, path: str | os.PathLike) -> None:
 
     body = dict(obj) if isinstance(obj, dict) and DIGEST_KEY not in obj else {PAYLOAD_KEY: obj}
     body[DIGEST_KEY] = content_digest(obj)
+    if _current_writer():
+        body[WRITER_KEY] = _current_writer()
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:  # through a file object: the zip folder is "archive", bytes reproducible
             torch.save(body, fh)
@@ -162,92 +175,116 @@ def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path} does not exist: run the rule that builds it (snakemake {path}).")
+    _check_zip(path)
     try:
         body = torch.load(path, map_location=map_location, weights_only=True)
     except (OSError, EOFError, pickle.UnpicklingError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
-    except RuntimeError as exc:  # torch's zip reader; other RuntimeErrors (e.g. no CUDA) are not the file's fault
-        if not any(word in str(exc) for word in ("PytorchStreamReader", "zip archive", "corrupt")):
-            raise
-        raise unreadable(path, exc) from exc
     if not isinstance(body, dict) or DIGEST_KEY not in body:
-        raise changed(path, "has no content digest: it was written before digests were recorded, or not by "
-                            "save_torch, so what it holds cannot be checked")
+        raise changed(path, "has no content digest: it was not written by save_torch (or by a version "
+                            "before digests), so what it holds cannot be checked")
     want = body.pop(DIGEST_KEY)
+    writer = body.pop(WRITER_KEY, None)
     obj = body[PAYLOAD_KEY] if set(body) == {PAYLOAD_KEY} else body
     got = content_digest(obj)
     if got != want:
         raise changed(path, f"was changed after it was written: its content has sha256 {got[:16]}…, not the "
-                            f"{want[:16]}… recorded when it was written")
+                            f"{want[:16]}… recorded when it was written", writer)
     return obj
 
 
-def load_parquet(path: str | os.PathLike, **kw) -> Any:
-    """``pandas.read_parquet(path, **kw)`` for a table written by :func:`save_parquet`.
+def _check_zip(path: Path) -> None:
+    """A torch file is a zip archive: refuse one whose central directory cannot be read (empty,
+    truncated, not a zip) before torch reads it, so that torch's own error texts are never parsed. A
+    changed byte inside a member is the content digest's to find (torch does not check the CRCs)."""
+    import zipfile
 
-    A missing file or one that cannot be read (truncated, not Parquet) is a :class:`DataError` that
-    names the file, the rule that wrote it and the fix.
-    """
-    import pandas as pd
-    import pyarrow as pa
-
-    if not Path(path).exists():
-        raise DataError(f"{path} does not exist: run the rule that builds it (snakemake {path}).")
     try:
-        return pd.read_parquet(path, page_checksum_verification=True, **kw)
-    except (pa.ArrowException, OSError) as exc:
-        if "CRC" in str(exc) or "checksum" in str(exc).lower():
-            raise changed(path, f"was changed after it was written: a data page fails its checksum "
-                                f"({' '.join(str(exc).split())[:160]})") from exc
+        with zipfile.ZipFile(path) as archive:
+            archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
         raise unreadable(path, exc) from exc
 
 
-def changed(path: str | os.PathLike, why: str) -> DataError:
-    """The :class:`DataError` for a file whose content cannot be trusted: ``why`` completes "{path} …"."""
-    rule = writer_rule(path)
-    fix = (f"delete it and rerun, or `snakemake --forcerun {rule}` (rule {rule} writes it)" if rule else
-           "delete it and rerun, or `snakemake --forcerun <rule>` with the rule that writes it")
-    return DataError(f"{path} {why}. Every number computed from it would be wrong; {fix}.")
+# A Parquet file carries, in its key-value metadata, the sha256 of all its bytes (with the 64 hex digits
+# of the digest itself read as zeros) and the rule that wrote it; load_parquet checks the bytes before
+# pyarrow parses anything (a changed footer byte can abort pyarrow's Thrift reader).
+PARQUET_DIGEST_KEY = "polyinterp.sha256"
+PARQUET_WRITER_KEY = "polyinterp.rule"
+_DIGEST_MARK = b"sha256:"
+_PLACEHOLDER = b"0" * 64
 
 
-def writer_rule(path: str | os.PathLike) -> str | None:
-    """The Snakemake rule that wrote ``path``, from ``.snakemake/metadata`` in the current directory.
-
-    Snakemake keeps one JSON record per output, named by the urlsafe base64 of the output path as the
-    workflow spells it (relative to the working directory, where jobs run), split into chunks of
-    NAME_MAX - 1 characters (all but the last prefixed by ``@``) when longer than a file name. Tries
-    the path as given, normalised, relative to the current directory and absolute. Returns None when
-    there is no record or it cannot be read; never raises.
-    """
-    try:
-        meta = Path(".snakemake") / "metadata"
-        if not meta.is_dir():
-            return None
-        given = os.fspath(path)
-        absolute = os.path.abspath(given)
-        candidates = [given, os.path.normpath(given), os.path.relpath(absolute), absolute]
-        try:
-            max_len = os.pathconf(meta, "PC_NAME_MAX") or 255
-        except (OSError, ValueError):
-            max_len = 255
-        for name in dict.fromkeys(candidates):
-            b64 = base64.urlsafe_b64encode(name.encode()).decode()
-            parts = [b64[i : i + max_len - 1] for i in range(0, len(b64), max_len - 1)]
-            record = meta.joinpath(*["@" + p for p in parts[:-1]], parts[-1])
-            if record.is_file():
-                rule = json.loads(record.read_text()).get("rule")
-                if isinstance(rule, str) and rule:
-                    return rule
-    except Exception:  # the lookup only improves a message: it must never replace it
+def _digest_at(blob: bytes) -> int | None:
+    """Where the 64 hex digits of the digest start in a Parquet file's footer; None without one."""
+    if len(blob) < 12 or blob[-4:] != b"PAR1":
         return None
-    return None
+    length = int.from_bytes(blob[-8:-4], "little")
+    start = len(blob) - 8 - length
+    if not 4 <= start < len(blob) - 8:
+        return None
+    at = blob.find(_DIGEST_MARK, start, len(blob) - 8)
+    return None if at < 0 else at + len(_DIGEST_MARK)
+
+
+def _file_digest(blob: bytes, at: int) -> str:
+    import hashlib
+
+    return hashlib.sha256(blob[:at] + _PLACEHOLDER + blob[at + 64:]).hexdigest()
+
+
+def _parquet_writer(blob: bytes) -> str | None:
+    import re
+
+    m = re.search(rb"rule:([A-Za-z0-9_]{1,100});", blob[-4096:])
+    return m.group(1).decode() if m else None
+
+
+def load_parquet(path: str | os.PathLike, **kw) -> Any:
+    """``pandas.read_parquet(path, **kw)`` for a table written by :func:`save_parquet`, after checking
+    the sha256 of the whole file recorded in it (data, schema, statistics, pandas metadata) and, while
+    reading, every data page's CRC-32. A missing, unreadable or changed file is a :class:`DataError`
+    that names the file, the rule that wrote it where the file says, and the fix."""
+    import pandas as pd
+    import pyarrow as pa
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path} does not exist: run the rule that builds it (snakemake {path}).")
+    blob = path.read_bytes()
+    if len(blob) < 12 or blob[:4] != b"PAR1" or blob[-4:] != b"PAR1":
+        exc = ValueError(f"not a whole Parquet file ({len(blob)} bytes, no PAR1 at both ends)")
+        raise unreadable(path, exc) from exc
+    at = _digest_at(blob)
+    if at is None:
+        raise changed(path, "has no content digest: it was not written by save_parquet (or by a version "
+                            "before digests), so what it holds cannot be checked")
+    want, got = blob[at:at + 64].decode(errors="replace"), _file_digest(blob, at)
+    if got != want:
+        raise changed(path, f"was changed after it was written: its bytes have sha256 {got[:16]}…, not the "
+                            f"{want[:16]}… recorded when it was written", _parquet_writer(blob))
+    try:
+        return pd.read_parquet(path, page_checksum_verification=True, **kw)
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable(path, exc) from exc
+
+
+def _fix(rule: str | None) -> str:
+    if rule:
+        return f"delete it and rerun, or `snakemake --forcerun {rule}` (rule {rule} writes it)"
+    return ("delete it and rerun (Snakemake rebuilds a missing output from its inputs; `snakemake -n <file>` "
+            "names the rule that builds it), or `snakemake --forcerun <rule>` with that rule")
+
+
+def changed(path: str | os.PathLike, why: str, rule: str | None = None) -> DataError:
+    """The :class:`DataError` for a file whose content cannot be trusted: ``why`` completes "{path} …";
+    ``rule``, the rule that wrote it where the file records it, is named in the fix."""
+    return DataError(f"{path} {why}. Every number computed from it would be wrong; {_fix(rule)}.")
 
 
 def unreadable(path: str | os.PathLike, exc: BaseException) -> DataError:
     """The :class:`DataError` for a file that exists but cannot be read (raise it ``from exc``)."""
     detail = " ".join(str(exc).split())
-    if "WeightsUnpickler error:" in detail:  # torch's long advice to drop weights_only does not apply
-        detail = "not a file that save_torch wrote: " + detail.split("WeightsUnpickler error:")[1].split(" Check the")[0].strip()
     if len(detail) > 200:
         detail = detail[:200] + "…"
     try:
@@ -256,25 +293,30 @@ def unreadable(path: str | os.PathLike, exc: BaseException) -> DataError:
     except OSError:
         pass
     what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-    rule = writer_rule(path)
-    if rule:
-        fix = f"It was written by rule {rule}: delete it and rerun, or `snakemake --forcerun {rule}` (which rebuilds all of that rule's outputs)."
-    else:
-        fix = (
-            "It was written by the rule that builds it (no Snakemake record of it in .snakemake/metadata here): "
-            "delete it and rerun, or `snakemake --forcerun <rule>` with that rule."
-        )
     return DataError(
-        f"{path} cannot be read ({what}); it is truncated or corrupt (an interrupted "
-        f"copy, a full disk or quota) and, being newer than its inputs, is not rebuilt by itself. {fix}"
+        f"{path} cannot be read ({what}); it is truncated or corrupt (an interrupted copy, a full disk or "
+        f"quota) and, being newer than its inputs, is not rebuilt by itself: {_fix(None)}."
     )
 
 
 def save_parquet(df, path: str | os.PathLike) -> None:
     """Write a pandas DataFrame as Parquet (pyarrow, no index) atomically, with a CRC-32 on every data
-    page (Parquet's page checksums), which :func:`load_parquet` verifies."""
+    page and, in its key-value metadata, the rule that wrote it and the sha256 of the whole file
+    (the digest's own 64 hex digits read as zeros); :func:`load_parquet` checks both."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    extra = {PARQUET_DIGEST_KEY: (_DIGEST_MARK + _PLACEHOLDER).decode()}
+    if _current_writer():
+        extra[PARQUET_WRITER_KEY] = f"rule:{_current_writer()};"
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
     with atomic_path(path) as tmp:
-        df.to_parquet(tmp, engine="pyarrow", index=False, write_page_checksum=True)
+        pq.write_table(table, tmp, write_page_checksum=True)
+        blob = bytearray(tmp.read_bytes())
+        at = _digest_at(bytes(blob))
+        blob[at:at + 64] = _file_digest(bytes(blob), at).encode()
+        tmp.write_bytes(bytes(blob))
 
 
 def save_npz(path: str | os.PathLike, **arrays) -> None:

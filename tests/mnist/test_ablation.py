@@ -236,16 +236,9 @@ def test_attack_summary_is_the_seed_mean_of_the_table():
     assert "| 1024 | 0.970 |" in md and md.count("Top ") == 2
 
 
-def test_an_attack_table_from_before_the_bases_is_refused_with_the_rule_to_rerun(tmp_path):
-    from polyinterp.errors import DataError
-    from polyinterp.io import save_parquet
-    from polyinterp.mnist.attack.checkpoints import load_attack_table
+def test_figure_steps_that_are_not_attacked_are_refused_by_name():
     from polyinterp.rules import check_figure_steps
 
-    old = pd.DataFrame(dict(seed=[0], step=[16], k=[0], directions=["svd"], draw=[0], predictor=["mlp"], accuracy=[0.5]))
-    save_parquet(old, tmp_path / "svd_ablation.parquet")
-    with pytest.raises(DataError, match=r"svd_ablation.parquet has no 'basis'.*--forcerun mnist_svd_ablation"):
-        load_attack_table(tmp_path / "svd_ablation.parquet")
     check_figure_steps(["accuracy_level", "last", 64], [0, 16, 64])
     with pytest.raises(ConfigError, match="'mnist.ablation.figure_steps' names step 32, which is not attacked"):
         check_figure_steps([32], [0, 16, 64])

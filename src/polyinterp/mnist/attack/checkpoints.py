@@ -42,16 +42,10 @@ def accuracy_level_step(table: pd.DataFrame, level: float) -> FigureStep:
 
 
 def load_attack_table(path) -> pd.DataFrame:
-    """The attack table at ``path``, refused with the rule to rerun when it predates the ``basis``
-    column (results copied from an older version of the pipeline)."""
-    from polyinterp.errors import DataError
+    """The attack table at ``path`` (:func:`polyinterp.io.load_parquet`: checked before it is read)."""
     from polyinterp.io import load_parquet
 
-    df = load_parquet(path)
-    if "basis" not in df.columns:
-        raise DataError(f"{path} has no 'basis' column: it was written by an older version of the attack;"
-                        " rerun it with `snakemake --forcerun mnist_svd_ablation`.")
-    return df
+    return load_parquet(path)
 
 
 def figure_steps(table: pd.DataFrame, requested: list, level: float) -> list[FigureStep]:
