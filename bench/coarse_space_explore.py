@@ -1,4 +1,4 @@
-"""Exploration behind bench/README.md "A coarse space of cross forms" (issue 18, 2026-12-03): iterations of
+"""Exploration behind bench/README.md "A coarse space of cross forms": iterations of
 the exact mixture quadratic (h = 256, K = 10, float32 products) with coarse spaces W S Wᵀ built from
 (``--mode top``/``bottom``) each class's leading or trailing eigenvectors of QᵀM_kQ, ``--per-class`` of them,
 or (``--mode ritz``) the leading directions of the lowest Ritz vectors of a ``--lanczos``-step Lanczos run

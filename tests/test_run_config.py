@@ -1,5 +1,7 @@
 """results/run_config.yaml records the config; a report under another config is refused (issue 16)."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -48,7 +50,9 @@ def test_a_report_under_another_config_is_refused_and_a_run_warns(tmp_path):
     packaged the smoke figures under the default config."""
     run_snakemake(tmp_path, "--cores", "1", "run_config", configfiles=(SMOKE,))
     record = yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())
-    assert record["configfiles"] == [str(SMOKE)] and record["config"]["mnist"]["preprocess"]["pool"] == 4
+    # relative to the repository: a published run.json does not carry the path of the machine's clone
+    assert record["configfiles"] == ["workflow/configs/smoke.yaml"]
+    assert record["config"]["mnist"]["preprocess"]["pool"] == 4
     # the same config: no warning
     same = run_snakemake(tmp_path, "-n", "run_config", configfiles=(SMOKE,))
     assert "another config" not in same.stdout + same.stderr
@@ -58,10 +62,21 @@ def test_a_report_under_another_config_is_refused_and_a_run_warns(tmp_path):
     report = run_snakemake(tmp_path, "--report", str(tmp_path / "r.html"), configfiles=(), check=False)
     text = report.stdout + report.stderr
     assert report.returncode != 0 and not (tmp_path / "r.html").exists()
-    assert "would package those figures" in text and f"(--configfile {SMOKE})" in text
+    assert "would package those figures" in text and "(--configfile workflow/configs/smoke.yaml)" in text
     assert "Keys that differ: cubic.activations.n_heldout" in text
     # the default config's run rewrites the record, after which its report agrees
     run_snakemake(tmp_path, "--cores", "1", "run_config", configfiles=())
     assert yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())["config_hash"] != record["config_hash"]
     assert yaml.safe_load((tmp_path / "results" / "run_config.yaml").read_text())["configfiles"] == []
     assert "another config" not in run_snakemake(tmp_path, "-n", "run_config", configfiles=()).stderr
+
+
+def test_config_files_are_recorded_relative_to_the_repository(tmp_path):
+    from polyinterp.rules import repository_relative
+
+    repo = tmp_path / "clone"
+    (repo / "workflow" / "configs").mkdir(parents=True)
+    inside = repo / "workflow" / "configs" / "paper.yaml"
+    outside = tmp_path / "mine.yaml"
+    assert repository_relative([inside, str(outside)], repo) == ["workflow/configs/paper.yaml", str(outside.resolve())]
+    assert repository_relative(["workflow/configs/paper.yaml"], Path.cwd()) == ["workflow/configs/paper.yaml"]

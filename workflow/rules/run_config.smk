@@ -3,9 +3,11 @@
 from snakemake.logging import logger
 
 from polyinterp.config import config_hash
+from polyinterp.rules import repository_relative
 from polyinterp.run_config import RUN_CONFIG, config_mismatch, read_run_config, refuse_foreign_report
 
-_CONFIGFILES = [str(f) for f in workflow.overwrite_configfiles]  # the --configfile overlays on config.yaml
+# the --configfile overlays on config.yaml, relative to the repository where they lie in it
+_CONFIGFILES = repository_relative(workflow.overwrite_configfiles, workflow.basedir)
 _MISMATCH = config_mismatch(RUN_CONFIG, config, _CONFIGFILES) if workflow.is_main_process else None
 if _MISMATCH:
     # A report has no job that would rebuild the figures, so it refuses; a run rebuilds what changed.

@@ -1,4 +1,4 @@
-"""Scorecard rows beyond the paper's degree 2 (issue 14): does a cubic close the rise of the
+"""Scorecard rows beyond the paper's degree 2: does a cubic close the rise of the
 quadratic's FVU?
 
 The paper sees the exact-mixture FVU of the quadratic fall and then rise late in training (after

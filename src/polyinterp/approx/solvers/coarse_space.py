@@ -68,7 +68,7 @@ class SubspaceDeflation:
     Guarantees: the coarse space is deflated exactly (to round-off) whatever W and V, so the solution
     of deflated CG is the solution of A x = b; E is symmetric positive definite when A is on the space."""
 
-    correct_each_iteration = False  # a correction costs ≈ 0.5 s at d = 784, p = 81 (bench/README.md)
+    correct_each_iteration = False  # a correction costs about a Gram product: once, at the start (bench/README.md)
     GALERKIN_ROWS = 1024  # rows of the Galerkin matrix formed at a time (1024·p² entries of scratch)
 
     def __init__(self, op: FormGramOperator, W: torch.Tensor, V=None, product_dtype: torch.dtype | None = None):

@@ -135,8 +135,8 @@ def _jacobi_sweep(A: torch.Tensor, w: torch.Tensor, rounds, rotations=_rotations
 
 def log_determinants(mats: torch.Tensor, caller: str) -> torch.Tensor:
     """log det M_k [K] of positive definite mats [K, n, n], else an ApproxInputError (a ValueError) naming
-    ``caller`` and k. One Cholesky factor per matrix: the batched LU of ``torch.linalg.slogdet`` hung in
-    MKL's getrf on [10, 785, 785] with 2 threads (2026-12-03)."""
+    ``caller`` and k. One Cholesky factor per matrix (not the batched LU of ``torch.linalg.slogdet``, which
+    can hang in MKL's batched getrf; bench/README.md)."""
     logdet = []
     for k in range(mats.shape[0]):
         L, bad = torch.linalg.cholesky_ex(mats[k])

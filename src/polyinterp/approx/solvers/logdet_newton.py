@@ -34,7 +34,7 @@ from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.joint_diagonal import log_determinants
 
 
-NEWTON_ITERATIONS = 40  # the most iterations (0.5 s each at d = 784 on 2 CPU cores; bench/README.md)
+NEWTON_ITERATIONS = 40  # the most iterations (their cost: bench/README.md, "A Newton basis")
 NEWTON_RTOL = 1e-4  # stop when an iteration lowers D by less than this × the decrease so far
 MAX_ANGLE = math.pi / 4  # the largest |A_pq| of one step (a rotation by 2·atan(A_pq/2) ≤ 0.75 rad)
 HALVINGS = 8  # step halvings before the iteration is declared stationary

@@ -1,4 +1,4 @@
-"""Approximants beyond degree 2 at one checkpoint (rule ``mnist_degree_approximants``, issue 14).
+"""Approximants beyond degree 2 at one checkpoint (rule ``mnist_degree_approximants``).
 
 For each n in ``mnist.approx.degrees``: ``gaussian_deg{n}``, the exact least-squares polynomial of
 degree ≤ n of the MLP under the mixture's moment-matched Gaussian N(μ̄, Σ̄), in factored Hermite form
