@@ -52,15 +52,15 @@ def test_dry_run_lists_every_job(tmp_path, configfile):
                  "fig6_attack_strength"):  # per model
         assert counts[rule] == models, rule
     assert counts["mnist_early_fvu"] == models * len(seeds)
-    for rule in ("mnist_metrics_all", "mnist_attack_summary", "mnist_early_fvu_summary", "fig2_fvu", "fig3_kl",
-                 "fig_models_fvu", "scorecard"):
+    for rule in ("mnist_metrics_all", "mnist_attack_summary", "mnist_early_fvu_summary", "fig2_fvu", "fig3_test",
+                 "fig_fits_curves", "fig_models_fvu", "scorecard"):
         assert counts[rule] == 1, rule
 
 
 @pytest.mark.parametrize(
     "target, needed, not_needed",
     [
-        ("results/figures/fig2.pdf", {"mnist_metrics", "mnist_approximants", "fig2_fvu"}, {"mnist_svd_ablation", "fig3_kl"}),
+        ("results/figures/fig2.pdf", {"mnist_metrics", "mnist_approximants", "fig2_fvu"}, {"mnist_svd_ablation", "fig3_test", "fig_fits_curves"}),
         ("results/figures/fig5_mlp_relu.pdf", {"mnist_svd_ablation", "fig5_ablation_accuracy"}, {"mnist_metrics", "fig4_ablated_digits"}),
         ("fig6", {"mnist_svd_ablation", "mnist_svd_ablation_all", "fig6_attack_strength"}, {"mnist_metrics", "fig5_ablation_accuracy"}),
         ("fig4", {"mnist_svd_ablation", "fig4_ablated_digits"}, {"mnist_metrics_all", "fig5_ablation_accuracy"}),

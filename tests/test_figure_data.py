@@ -24,25 +24,34 @@ def _out(tmp_path, name):
     return [str(tmp_path / f"{name}.pdf"), str(tmp_path / f"{name}.png")]
 
 
-@pytest.mark.parametrize("metric", ["fvu", "kl"])
-def test_metric_curves_draw_one_line_per_approximant_and_distribution(res, tmp_path, metric):
-    draw = mnist_curves.fvu_figure if metric == "fvu" else mnist_curves.kl_figure
-    lines = draw(metrics=str(res / "mnist/metrics.parquet"), out=_out(tmp_path, metric))
+@pytest.mark.parametrize("figure", ["fig2", "fig3", "fig_fits", "fig_degrees"])
+def test_metric_curves_are_the_metrics_table(res, tmp_path, figure):
+    draw = {"fig2": mnist_curves.fvu_figure, "fig3": mnist_curves.test_images_figure,
+            "fig_fits": mnist_curves.fits_figure, "fig_degrees": mnist_curves.degrees_figure}[figure]
+    lines = draw(metrics=str(res / "mnist/metrics.parquet"), out=_out(tmp_path, figure), params={"run": "smoke"})
     df = pd.read_parquet(res / "mnist/metrics.parquet")
-    df = df[(df.metric == metric) & (df.approximant != "mlp")]
-    expected = set(zip(df.model, df.distribution, df.approximant, df.fit))
-    drawn = {(ln["model"], ln["distribution"], ln["approximant"], ln["fit"]) for ln in lines}
-    assert drawn == expected and len(lines) == len(expected)
+    series = {"fig2": mnist_curves.PAPER, "fig3": mnist_curves.PAPER, "fig_fits": mnist_curves.FITS,
+              "fig_degrees": mnist_curves.degree_series(df)}[figure]
+    want = {(s.approximant, s.fit) for s in series} & set(zip(df.approximant, df.fit))
+    assert {(ln["approximant"], ln["fit"]) for ln in lines} == want
+    assert {ln["metric"] for ln in lines} == {"fvu", "kl"}
+    if figure in ("fig2", "fig3"):
+        assert {ln["approximant"] for ln in lines} <= {"linear", "quadratic", "quadratic_sgd"}
     for ln in lines:
-        rows = df[(df.model == ln["model"]) & (df.distribution == ln["distribution"])
+        rows = df[(df.model == ln["model"]) & (df.metric == ln["metric"]) & (df.distribution == ln["distribution"])
                   & (df.approximant == ln["approximant"]) & (df.fit == ln["fit"]) & (df.step > 0)]
+        if figure == "fig3":
+            assert ln["distribution"] == "test"
+        elif (df[(df.approximant == ln["approximant"]) & (df.fit == ln["fit"]) & (df.metric == ln["metric"])]
+              .distribution == "mixture_exact").any():
+            assert ln["distribution"] == "mixture_exact"  # the exact values where the table has them
         by_step = rows.groupby("step").value
         assert ln["step"] == sorted(rows.step.unique())
         np.testing.assert_allclose(ln["mean"], by_step.mean().to_numpy())
         np.testing.assert_allclose(ln["min"], by_step.min().to_numpy())
         np.testing.assert_allclose(ln["max"], by_step.max().to_numpy())
         assert ln["n_seeds"] == rows.seed.nunique()
-    assert (tmp_path / f"{metric}.png").stat().st_size > 5000
+    assert (tmp_path / f"{figure}.png").stat().st_size > 5000
 
 
 def _relu_mlp_gaussian_fit(ckpt: dict, digit: int):
@@ -192,11 +201,16 @@ def test_fig5_lines_are_the_attack_table_at_the_figure_steps(res, tmp_path):
 
 
 def test_fig6_curves_are_the_attack_table_over_training(res, tmp_path):
-    curves = mnist_ablation.attack_strength_figure(table=str(res / "mnist/mlp_relu/svd_ablation.parquet"), out=_out(tmp_path, "fig6"))
+    curves = mnist_ablation.attack_strength_figure(table=str(res / "mnist/mlp_relu/svd_ablation.parquet"),
+                                                   out=_out(tmp_path, "fig6"), params={"run": "smoke"})
     df = pd.read_parquet(res / "mnist/mlp_relu/svd_ablation.parquet")
-    assert {c["k"] for c in curves} == {4, 10}
+    assert {c["k"] for c in curves} == {0, 4, 10}
     clean = df[(df.k == 0) & (df.predictor == "mlp") & (df.directions == "svd") & (df.basis == "mixture")]
     clean = clean.groupby("step").accuracy.mean()
+    (error,) = [c for c in curves if c["predictor"] == "clean"]  # the clean test error above the attack
+    np.testing.assert_allclose(error["error"], 1 - clean.loc[error["step"]].to_numpy())
+    assert min(error["step"]) > 0
+    curves = [c for c in curves if c["predictor"] != "clean"]
     for c in curves:
         at = df[(df.k == c["k"]) & (df.step > 0)]
         if c["predictor"] == "random":

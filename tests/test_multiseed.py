@@ -37,11 +37,14 @@ def test_two_seeds_give_per_seed_results_and_across_seed_aggregates(smoke_run, t
            & (df["fit"] == "mixture")]
     by_seed = q.pivot(index="step", columns="seed", values="value")
     assert (by_seed[0] != by_seed[1]).any()  # different networks, not a copy of seed 0
-    # fig2 draws one line per approximant and distribution, each a mean with a band over both seeds
-    from polyinterp.figures.mnist.curves import fvu_figure
+    # fig2 draws the linear and the quadratic approximant (and the SGD fit), FVU and KL, each a mean
+    # with a band over both seeds; fig_degrees the degrees beyond the paper
+    from polyinterp.figures.mnist.curves import degrees_figure, fvu_figure
 
-    lines = fvu_figure(metrics=str(tmp_path / "results/mnist/metrics.parquet"),
-                       out=[str(tmp_path / "fig2_check.png")])
+    metrics = str(tmp_path / "results/mnist/metrics.parquet")
+    lines = fvu_figure(metrics=metrics, out=[str(tmp_path / "fig2_check.png")], params={})
+    assert {ln["approximant"] for ln in lines} == {"linear", "quadratic", "quadratic_sgd"}
+    lines += degrees_figure(metrics=metrics, out=[str(tmp_path / "degrees_check.png")], params={})
     assert {ln["approximant"] for ln in lines} == {"linear", "quadratic", "quadratic_sgd", "gaussian_deg1",
                                                    "gaussian_deg2", "gaussian_deg3", "gaussian_deg4",
                                                    "quadratic_pc8", "cubic_pc8"}

@@ -15,7 +15,7 @@ def test_report_bundles_all_figures(smoke_run):
     assert report.stat().st_size > 50_000
     # the report is a zip-less single HTML page holding every figure's name and caption text
     text = report.read_text(errors="replace")
-    for name in ["fig1_mlp_relu", "fig2", "fig3", "fig4_mlp_relu", "fig5_mlp_relu", "fig6_mlp_relu", "fig_models", "cubic_fit", "cubic_landmarks", "cubic_bands",
+    for name in ["fig1_mlp_relu", "fig2", "fig3", "fig4_mlp_relu", "fig5_mlp_relu", "fig6_mlp_relu", "fig_models", "fig_fits", "fig_degrees", "cubic_fit", "cubic_landmarks", "cubic_bands",
                  "cubic_slopes", "cubic_clamp", "cubic_joint_clamp", "cubic_thresholds", "cubic_layers",
                  "cubic_training", "cubic_capacity", "cubic_grid"]:
         assert f"{name}.png" in text, name

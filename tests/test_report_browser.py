@@ -13,7 +13,7 @@ import pytest
 from workflow_helpers import SMOKE, run_snakemake
 
 CATEGORIES = {
-    "MNIST": ["fig_models.png", "fig1_mlp_relu.png", "fig2.png", "fig3.png", "fig4_mlp_relu.png", "fig5_mlp_relu.png",
+    "MNIST": ["fig_models.png", "fig_fits.png", "fig_degrees.png", "fig1_mlp_relu.png", "fig2.png", "fig3.png", "fig4_mlp_relu.png", "fig5_mlp_relu.png",
               "fig6_mlp_relu.png"],
     "Cubic regressor": ["cubic_fit.png", "cubic_landmarks.png", "cubic_bands.png", "cubic_slopes.png", "cubic_clamp.png",
                         "cubic_joint_clamp.png", "cubic_thresholds.png", "cubic_layers.png", "cubic_training.png",

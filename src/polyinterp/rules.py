@@ -82,13 +82,33 @@ def sgd_settings(sgd: dict, step: int, sgd_steps: list[int]) -> dict:
     return {**{k: v for k, v in sgd.items() if k != "checkpoints"}, "enabled": True}
 
 
-def panel_steps(available: list[int], panels: int) -> list[int]:
-    """About ``panels`` checkpoints (step > 0) evenly spread in log-step, first and last included."""
+# fig1's checkpoints beyond an even spread: 2^12 and 2^14, where the paper finds the features most
+# interpretable (shown wherever the run has them).
+PAPER_FEATURE_STEPS = (4096, 16384)
+
+
+def panel_steps(available: list[int], panels: int, required=PAPER_FEATURE_STEPS) -> list[int]:
+    """``panels`` checkpoints (step > 0; all of them when there are no more), in step order: the first,
+    the last and each of ``required`` that is available, then the checkpoint farthest in log-step from
+    those already chosen, again and again (ties: the later one), so the rest spread evenly in log-step."""
+    import math
+
     steps = [s for s in available if s > 0]
     if len(steps) <= panels:
         return steps
-    picks = {steps[round(i * (len(steps) - 1) / (panels - 1))] for i in range(panels)} if panels > 1 else {steps[-1]}
+    picks = [s for s in dict.fromkeys([steps[0], steps[-1], *required]) if s in steps][:panels]
+    while len(picks) < panels:
+        gap = lambda s: min(abs(math.log2(s) - math.log2(p)) for p in picks)  # noqa: E731
+        picks.append(max((s for s in steps if s not in picks), key=lambda s: (gap(s), s)))
     return sorted(picks)
+
+
+def run_label(train: dict) -> str:
+    """The training config of a run's MNIST networks (an ``mnist.train`` section), in words, for the
+    figures' titles: optimizer, rate, batch and the last step."""
+    recipe = {"schedulefree_adamw": "schedule-free AdamW", "adamw": "AdamW"}.get(train["optimizer"], train["optimizer"])
+    last = train["checkpoints"]["last_pow"]
+    return f"{recipe}, lr {train['lr']:g}, batch {train['batch_size']}, to step 2^{last}"
 
 
 def check_figure_steps(requested: list, attacked: list[int]) -> None:

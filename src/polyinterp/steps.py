@@ -41,7 +41,9 @@ STEPS = {
     # Figures
     "fig1_features": "polyinterp.figures.mnist.features:features_figure",
     "fig2_fvu": "polyinterp.figures.mnist.curves:fvu_figure",
-    "fig3_kl": "polyinterp.figures.mnist.curves:kl_figure",
+    "fig3_test": "polyinterp.figures.mnist.curves:test_images_figure",
+    "fig_fits_curves": "polyinterp.figures.mnist.curves:fits_figure",
+    "fig_degrees_curves": "polyinterp.figures.mnist.curves:degrees_figure",
     "fig4_ablated_digits": "polyinterp.figures.mnist.ablation:ablated_digits_figure",
     "fig5_ablation_accuracy": "polyinterp.figures.mnist.ablation:ablation_accuracy_figure",
     "fig6_attack_strength": "polyinterp.figures.mnist.ablation:attack_strength_figure",

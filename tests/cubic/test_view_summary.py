@@ -7,6 +7,7 @@ import pytest
 from polyinterp.cubic.probes.bands import summarize_slopes
 from polyinterp.cubic.views.summary import layers_summary_step, training_summary_step, view_row
 from polyinterp.errors import DataError
+from polyinterp.io import save_parquet
 from polyinterp.figures.cubic.views import layers_figure, training_figure
 
 
@@ -42,10 +43,10 @@ def test_summaries_one_row_per_key_in_file_order_and_figures(tmp_path):
     for seed in (0, 1):
         for layer, lat in ((1, 256), (4, 64)):
             files[(seed, layer)] = [str(tmp_path / f"{n}{seed}_{layer}.parquet") for n in ("m", "s", "r")]
-            metrics(seed, lat, r2=0.9 + 0.01 * layer).to_parquet(files[(seed, layer)][0])
-            slopes(seed, bands=(1,) if layer == 4 else ()).to_parquet(files[(seed, layer)][1])
-            pd.DataFrame({"seed": seed, "kind": ["root", "inflection", "inflection"], "latent": [0, 0, 1],
-                          "mean_corr": [0.2, 0.5 + layer / 10, np.nan]}).to_parquet(files[(seed, layer)][2])
+            save_parquet(metrics(seed, lat, r2=0.9 + 0.01 * layer), files[(seed, layer)][0])
+            save_parquet(slopes(seed, bands=(1,) if layer == 4 else ()), files[(seed, layer)][1])
+            save_parquet(pd.DataFrame({"seed": seed, "kind": ["root", "inflection", "inflection"], "latent": [0, 0, 1],
+                                       "mean_corr": [0.2, 0.5 + layer / 10, np.nan]}), files[(seed, layer)][2])
     keys = [(s, la) for s in (0, 1) for la in (1, 4)]
     rows = [{"seed": s, "layer": la, "width": 64 if la == 1 else 15, "is_last": la == 4} for s, la in keys]
     out = str(tmp_path / "layers.parquet")
@@ -66,8 +67,8 @@ def test_summaries_one_row_per_key_in_file_order_and_figures(tmp_path):
                             ranking=[files[k][2] for k in keys], table=out, params={"rows": rows})
 
     curve = str(tmp_path / "curve.parquet")
-    pd.DataFrame({"seed": 0, "step": [0, 100, 100, 200], "split": ["val", "val", "train", "val"],
-                  "rel_mse": [1.0, 0.1, 0.2, 0.01], "lr": 0.0}).to_parquet(curve)
+    save_parquet(pd.DataFrame({"seed": 0, "step": [0, 100, 100, 200], "split": ["val", "val", "train", "val"],
+                               "rel_mse": [1.0, 0.1, 0.2, 0.01], "lr": 0.0}), curve)
     rows = [{"seed": 0, "step": 100, "is_final": False}, {"seed": 0, "step": 200, "is_final": True}]
     out = str(tmp_path / "training.parquet")
     training_summary_step(metrics=[files[(0, 1)][0], files[(0, 4)][0]], slopes=[files[(0, 1)][1], files[(0, 4)][1]],

@@ -117,7 +117,8 @@ def test_svd_ablation_table(smoke_run):
 
 
 def test_every_mnist_figure_exists(smoke_run):
-    names = ["fig1_mlp_relu", "fig2", "fig3", "fig4_mlp_relu", "fig5_mlp_relu", "fig6_mlp_relu", "fig_models"]
+    names = ["fig1_mlp_relu", "fig2", "fig3", "fig4_mlp_relu", "fig5_mlp_relu", "fig6_mlp_relu", "fig_models",
+             "fig_fits", "fig_degrees"]
     for n in names:
         for ext in ("pdf", "png"):
             path = smoke_run / f"results/figures/{n}.{ext}"

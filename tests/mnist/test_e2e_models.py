@@ -73,7 +73,7 @@ def test_every_table_has_the_model_and_fit_columns(two_models):
 
 def test_every_figure_of_every_model(two_models):
     work, _ = two_models
-    names = ["fig2", "fig3", "fig_models"] + [f"fig{n}_{m}" for n in (1, 4, 5, 6) for m in MODELS]
+    names = ["fig2", "fig3", "fig_fits", "fig_models"] + [f"fig{n}_{m}" for n in (1, 4, 5, 6) for m in MODELS]
     for name in names:
         for ext in ("pdf", "png"):
             path = work / f"results/figures/{name}.{ext}"

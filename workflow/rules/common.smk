@@ -6,8 +6,8 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from polyinterp.cli import step_files, step_params
 from polyinterp.config import validate_config
-from polyinterp.rules import (check_figure_steps, checkpoint_steps, panel_steps, resolve_steps, selected_steps,
-                              sgd_checkpoints, sgd_settings, study_seeds, train_params)
+from polyinterp.rules import (check_figure_steps, checkpoint_steps, panel_steps, resolve_steps, run_label,
+                              selected_steps, sgd_checkpoints, sgd_settings, study_seeds, train_params)
 from polyinterp.mnist.model_specs import resolve_models
 from polyinterp.run_config import RUN_CONFIG  # rule run_config (run_config.smk) writes it; named targets ask for it
 
@@ -127,6 +127,7 @@ def model_figure_files(name, models=None):
 
 
 FIG1_STEPS = panel_steps(MNIST_STEPS, config["mnist"]["figures"]["panels"])
+RUN_LABEL = run_label(config["mnist"]["train"])  # the training config, in the MNIST figures' titles
 
 
 DEVICE = config["device"]

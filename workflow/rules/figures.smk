@@ -1,7 +1,8 @@
 # One rule per figure, both studies; each reads only tables and saved tensors and runs `polyinterp
 # <rule>`. The named targets (fig1 … fig6, fig_models, cubic_fit … cubic_grid, figures) are in targets.smk.
-# fig2, fig3 and fig_models compare the MNIST models (mnist.models) in one file; fig1, fig4, fig5 and
-# fig6 are drawn per model: results/figures/fig5_<model>.{pdf,png}, and target fig5 builds every model's.
+# fig2, fig3, fig_fits, fig_degrees and fig_models compare the MNIST models (mnist.models) in one file;
+# fig1, fig4, fig5 and fig6 are drawn per model: results/figures/fig5_<model>.{pdf,png}, and target fig5
+# builds every model's. Every MNIST figure's title names the run's training config (RUN_LABEL).
 
 
 rule fig1_features:
@@ -13,7 +14,7 @@ rule fig1_features:
     output:
         out=report_figure("fig1_{model}", "MNIST", caption="fig1"),
     params:
-        step=step_params("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        step=step_params("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig1_{model}"),
@@ -34,7 +35,7 @@ rule fig2_fvu:
     output:
         out=report_figure("fig2", "MNIST"),
     params:
-        step=step_params("fig2_fvu"),
+        step=step_params("fig2_fvu", lambda wc: {"run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig2"),
@@ -49,18 +50,60 @@ rule fig2_fvu:
         STEP
 
 
-rule fig3_kl:
+rule fig3_test:
     input:
         metrics=rules.mnist_metrics_all.output.metrics,
     output:
         out=report_figure("fig3", "MNIST"),
     params:
-        step=step_params("fig3_kl"),
+        step=step_params("fig3_test", lambda wc: {"run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig3"),
     benchmark:
         bench_path("figures/fig3")
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule fig_fits_curves:
+    input:
+        metrics=rules.mnist_metrics_all.output.metrics,
+    output:
+        out=report_figure("fig_fits", "MNIST"),
+    params:
+        step=step_params("fig_fits_curves", lambda wc: {"run": RUN_LABEL}),
+        files=step_files,
+    log:
+        log_path("figures/fig_fits"),
+    benchmark:
+        bench_path("figures/fig_fits")
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        CONDA_ENV
+    shell:
+        STEP
+
+
+rule fig_degrees_curves:
+    input:
+        metrics=rules.mnist_metrics_all.output.metrics,
+    output:
+        out=report_figure("fig_degrees", "MNIST"),
+    params:
+        step=step_params("fig_degrees_curves", lambda wc: {"run": RUN_LABEL}),
+        files=step_files,
+    log:
+        log_path("figures/fig_degrees"),
+    benchmark:
+        bench_path("figures/fig_degrees")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -76,7 +119,7 @@ rule fig4_ablated_digits:
     output:
         out=report_figure("fig4_{model}", "MNIST", caption="fig4"),
     params:
-        step=step_params("fig4_ablated_digits", lambda wc: {"digit": config["mnist"]["figures"]["digit"]}),
+        step=step_params("fig4_ablated_digits", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig4_{model}"),
@@ -98,7 +141,7 @@ rule fig5_ablation_accuracy:
         out=report_figure("fig5_{model}", "MNIST", caption="fig5"),
     params:
         step=step_params("fig5_ablation_accuracy",
-            lambda wc: {k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")},
+            lambda wc: {"run": RUN_LABEL, **{k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")}},
         ),
         files=step_files,
     log:
@@ -120,7 +163,7 @@ rule fig6_attack_strength:
     output:
         out=report_figure("fig6_{model}", "MNIST", caption="fig6"),
     params:
-        step=step_params("fig6_attack_strength"),
+        step=step_params("fig6_attack_strength", lambda wc: {"run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig6_{model}"),
@@ -141,7 +184,7 @@ rule fig_models_fvu:
     output:
         out=report_figure("fig_models", "MNIST"),
     params:
-        step=step_params("fig_models_fvu"),
+        step=step_params("fig_models_fvu", lambda wc: {"run": RUN_LABEL}),
         files=step_files,
     log:
         log_path("figures/fig_models"),

@@ -1,11 +1,15 @@
-# Named targets: each figure's short name (fig1 ... fig_models, cubic_fit ... cubic_grid), the cubic
+# Named targets: each figure's short name (fig1 ... fig6, fig_fits, fig_degrees, fig_models, cubic_fit ... cubic_grid), the cubic
 # study's tables and figures (cubic), every figure (figures), and what `rule all` (Snakefile) builds:
 # ALL_TARGETS, to which each study's rules file adds its summary tables.
 
 
-MNIST_FIGURES = [f for n in ("fig2", "fig3", "fig_models") for f in figure_files(n)] + [
+MNIST_FIGURES = [f for n in ("fig2", "fig3", "fig_fits", "fig_models") for f in figure_files(n)] + [
     f for n in ("fig1", "fig4", "fig5", "fig6") for f in model_figure_files(n)
 ]
+# the degrees beyond the paper: in `rule all` only where the run fits them (mnist.approx.degrees); its
+# named target builds it either way
+if config["mnist"]["approx"]["degrees"]:
+    MNIST_FIGURES += figure_files("fig_degrees")
 ALL_TARGETS.extend(MNIST_FIGURES)
 
 
@@ -48,6 +52,20 @@ rule fig6:
     localrule: True
     input:
         model_figure_files("fig6"),
+        RUN_CONFIG,
+
+
+rule fig_fits:
+    localrule: True
+    input:
+        figure_files("fig_fits"),
+        RUN_CONFIG,
+
+
+rule fig_degrees:
+    localrule: True
+    input:
+        figure_files("fig_degrees"),
         RUN_CONFIG,
 
 

@@ -51,3 +51,65 @@ def approximant_label(name: str, fit: str = "mixture") -> str:
     from polyinterp.mnist.metrics import is_single_gaussian_refit
 
     return f"{name} (exact, Gaussian fit)" if is_single_gaussian_refit(name, fit) else _style(name)[1]
+
+
+# ------------------------------------------------------------------------------ legends and titles
+MAX_LEGEND_ENTRIES = 8  # a reader can match at most this many entries of one legend to its lines
+
+
+def legend_below(fig, entries: dict, *, title: str | None = None, ncol: int | None = None):
+    """One figure legend of ``entries`` (label → handle, at most :data:`MAX_LEGEND_ENTRIES`) below every
+    axes of ``fig``: it is anchored under the lowest axes' bottom edge, so it covers no plotted data.
+    Call it after the axes are laid out (``tight_layout`` or ``subplots_adjust``); ``save_figure``
+    saves with ``bbox_inches="tight"`` and so keeps it in the image. Raises ValueError on too many
+    entries (split them by what they encode: colour, line style)."""
+    if len(entries) > MAX_LEGEND_ENTRIES:
+        raise ValueError(f"{len(entries)} legend entries in one legend; at most {MAX_LEGEND_ENTRIES}: split them")
+    fig.canvas.draw()  # the axes' final positions, tick labels included
+    renderer = fig.canvas.get_renderer()
+    bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes if ax.get_visible())
+    y = fig.transFigure.inverted().transform((0, bottom))[1]
+    return fig.legend(list(entries.values()), list(entries.keys()), loc="upper center", bbox_to_anchor=(0.5, y),
+                      ncol=ncol or min(len(entries), 4), fontsize=8, title=title, title_fontsize=8, frameon=False)
+
+
+def legends_below(fig, groups: list[tuple[str | None, dict]]) -> list:
+    """Several figure legends below the axes of ``fig``, one under the other: ``groups`` is a list of
+    (title, entries) as for :func:`legend_below`, a group of more than :data:`MAX_LEGEND_ENTRIES`
+    in several legends; empty groups are left out. Returns the legends."""
+    legends = []
+    chunks = []
+    for title, entries in groups:  # a group of more than MAX_LEGEND_ENTRIES entries in several legends
+        items = list(entries.items())
+        for i in range(0, len(items), MAX_LEGEND_ENTRIES):
+            chunks.append((title if i == 0 else None, dict(items[i:i + MAX_LEGEND_ENTRIES])))
+    for title, entries in chunks:
+        if not entries:
+            continue
+        if legends:  # the next one under the previous legend
+            fig.canvas.draw()
+            legends.append(_legend_under(fig, legends[-1], entries, title))
+        else:
+            legends.append(legend_below(fig, entries, title=title))
+    return legends
+
+
+def _legend_under(fig, above, entries: dict, title: str | None):
+    if len(entries) > MAX_LEGEND_ENTRIES:
+        raise ValueError(f"{len(entries)} legend entries in one legend; at most {MAX_LEGEND_ENTRIES}: split them")
+    y = fig.transFigure.inverted().transform((0, above.get_window_extent().y0))[1]
+    return fig.legend(list(entries.values()), list(entries.keys()), loc="upper center", bbox_to_anchor=(0.5, y),
+                      ncol=min(len(entries), 4), fontsize=8, title=title, title_fontsize=8, frameon=False)
+
+
+def seeds_text(seeds) -> str:
+    """How many seeds a figure shows and which: 'seed 0' or '3 seeds (0, 1, 2)'."""
+    seeds = sorted({int(s) for s in seeds})
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds ({', '.join(map(str, seeds))})"
+
+
+def run_title(what: str, *, models, seeds, run: str | None) -> str:
+    """A figure's title: what it shows, then the model(s), the run's training config (``run``, the
+    rules' :func:`polyinterp.rules.run_label`; left out when None) and the seeds."""
+    parts = [", ".join(dict.fromkeys(models)), run, seeds_text(seeds)]
+    return f"{what}\n" + "; ".join(p for p in parts if p)

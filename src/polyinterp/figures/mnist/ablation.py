@@ -1,15 +1,14 @@
 """fig4: a test digit (``mnist.figures.digit``) with k = 1…10 SVD directions of each basis ablated,
 and one example of every digit at k = 10; fig5: accuracy vs k for the MLP, its approximants and the
 random-direction control at the figure steps; fig6: the attack's strength (MLP accuracy at k = 4 and
-k = 10) over training and against clean test accuracy, per basis."""
+k = 10) over training, under the clean test error, per basis."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 
-from polyinterp.figures.style import COLORS, LABELS
+from polyinterp.figures.style import COLORS, LABELS, legends_below, run_title
 from polyinterp.io import load_torch, save_figure
 from polyinterp.mnist.attack.bases import basis_model_name, present_bases
 from polyinterp.mnist.attack.checkpoints import figure_steps, load_attack_table
@@ -32,7 +31,8 @@ def _image(x, preprocess):
 def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dict:
     """fig4: for each basis, the first test image of digit ``params['digit']`` with k = 1…k_max SVD
     directions removed (MLP prediction in each title) and one test image per digit at k_max, from the
-    ``examples`` of the checkpoint chosen by rule ``mnist_svd_ablation_all`` (the first figure step).
+    ``examples`` of the checkpoint chosen by rule ``mnist_svd_ablation_all`` (the first figure step);
+    the title names the model, the seed, the step and ``params['run']``.
     Returns what it drew: digit, seed, step, k, bases and per basis the predictions of both rows."""
     import matplotlib.pyplot as plt
 
@@ -64,7 +64,8 @@ def ablated_digits_figure(*, examples: str, out: list[str], params: dict) -> dic
     fig.suptitle(
         f"per basis: a test '{digit}' with the top-k SVD directions of that basis's linear approximant removed,"
         f" then one test image per digit at k={k_max} (label → MLP prediction);"
-        f" {model_name(ex)}, seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})",
+        f" {model_name(ex)}, seed {ex['seed']}, step {ex['step']} ({drawn['chosen_as']})"
+        + (f"\n{params['run']}" if params.get("run") else ""),
         fontsize=8,
     )
     save_figure(fig, *out)
@@ -80,7 +81,8 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
     """fig5: one panel per figure step (``params['figure_steps']``, resolved with
     ``accuracy_level``): test accuracy against k under each basis (line style) for the MLP, the
     basis's own linear approximant and the mixture's exact quadratic (mean and min–max band over
-    seeds), and the MLP under random directions (mean, band over seeds and draws).
+    seeds), and the MLP under random directions (mean, band over seeds and draws). The legends (colour:
+    what is attacked; line style: the basis) are below the panels; the title names ``params['run']``.
     Returns the lines drawn: step, chosen_as, basis, predictor, directions, k, accuracy, min, max."""
     import matplotlib.pyplot as plt
 
@@ -114,58 +116,94 @@ def ablation_accuracy_figure(*, table: str, out: list[str], params: dict) -> lis
         ax.set_xlabel("directions ablated k")
         ax.set_title(f"step {chosen.step}: {chosen.label}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("test accuracy")
-    axes[0, -1].legend(fontsize=6, loc="upper right")
-    fig.suptitle(f"{_model_name(df)}: SVD ablation attack: solid / dashed / dotted = β under the class mixture / its Gaussian / N(0, I)"
-                 f" (mean, min–max over {df.seed.nunique()} seed(s)); quadratic: the mixture's exact fit", fontsize=9)
+    axes[0, 0].set_ylabel("test accuracy (linear scale; chance 0.1 dotted)")
+    fig.suptitle(run_title("test accuracy as the top-k SVD directions of a linear approximant's β are removed",
+                           models=[_model_name(df)], seeds=df.seed.unique(), run=params.get("run")), fontsize=10)
+    fig.tight_layout()
+    bases = present_bases(df.basis)
+    colours = {LABELS["mlp"]: _key(COLORS["mlp"], "-", "o"),
+               **{f"its linear approximant, {BASIS_LABELS[b]}": _key(BASIS_COLORS[b], "-") for b in bases},
+               "the mixture's exact quadratic": _key(COLORS["quadratic"], "-"),
+               "MLP, random directions": _key(COLORS["random"], "-", "s")}
+    styles = {BASIS_LABELS[b]: _key("0.3", BASIS_STYLES[b]) for b in bases}
+    legends_below(fig, [("colour: what is attacked (mean over seeds, band: min–max)", colours),
+                        ("line style: the basis, the distribution β is fitted under", styles)])
     save_figure(fig, *out)
     return lines
 
 
-def attack_strength_figure(*, table: str, out: list[str]) -> list[dict]:
-    """fig6: MLP test accuracy with the top k = 4 and k = k_max (≤ 10) SVD directions removed, against
-    training step (log2 axis, steps > 0) and against the clean test accuracy, one colour per basis:
-    MLP solid, the basis's linear approximant dashed, the mixture's exact quadratic dotted, random
-    directions grey (mean and min–max band over seeds). Returns the curves drawn: k, basis, predictor,
-    step, clean_accuracy, accuracy, min, max."""
+def _key(color, style, marker=None):
+    """A legend handle: a line in ``color`` and ``style``."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=color, ls=style, marker=marker, ms=3)
+
+
+def attack_strength_figure(*, table: str, out: list[str], params: dict) -> list[dict]:
+    """fig6: one column of panels over the training step (log₂ axis, steps > 0, shared): on top the
+    MLP's clean test error 1 − accuracy (log axis; mean and min–max band over seeds), below it, per k
+    (4 and k_max ≤ 10), the MLP's test accuracy with the top k SVD directions removed (linear axis),
+    one colour per basis: MLP solid, the basis's linear approximant dashed, the mixture's exact
+    quadratic dotted, random directions grey (mean and min–max band over seeds). Legends below the
+    panels; the title names ``params['run']``. Returns the curves drawn: k, basis, predictor, step,
+    clean_accuracy, accuracy, min, max; and one dict with predictor ``clean``: step, error, min, max."""
     import matplotlib.pyplot as plt
 
     df = load_attack_table(table)
     ks = summary_ks(df)
-    fig, axes = plt.subplots(len(ks), 2, figsize=(11, 3.8 * len(ks)), squeeze=False, sharey=True)
-    curves = []
-    for row, k in enumerate(ks):
+    fig, axes = plt.subplots(1 + len(ks), 1, figsize=(8, 1.2 + 2.6 + 3.4 * len(ks)), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [0.75] + [1] * len(ks)})
+    axes = axes[:, 0]
+    clean = _clean_error(df)
+    _band(axes[0], clean.step, clean, COLORS["mlp"], "-", None, marker="o")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("clean test error\n1 − accuracy (log scale)", fontsize=8)
+    axes[0].set_title("the MLP without the attack", fontsize=9)
+    curves = [{"k": 0, "basis": "any", "predictor": "clean", "step": clean.step.tolist(),
+               "error": clean["mean"].tolist(), "min": clean["min"].tolist(), "max": clean["max"].tolist()}]
+    for ax, k in zip(axes[1:], ks):
         stats = attack_strength(df, k)
         stats = stats[stats.step > 0]
         for (basis, model), c in stats.groupby(["basis", "predictor"], sort=False):
-            if basis == "any":
-                color, style, label = COLORS["random"], "-", "MLP, random directions"
-            else:
-                color = BASIS_COLORS[basis]
-                style = "-" if model == "mlp" else (":" if model == "quadratic" else "--")
-                label = f"{LABELS.get(model, model.replace('_', ' '))}, {basis}"
-            by_acc = c.sort_values("clean_accuracy", kind="stable")  # a line in x order, not in step order
-            for col, (x, data) in enumerate(((np.log2(c.step.to_numpy(float)), c),
-                                             (by_acc.clean_accuracy.to_numpy(), by_acc))):
-                _band(axes[row, col], x, data, color, style, label if col == 0 else None,
-                      marker="o" if model == "mlp" else None)
+            color, style = _strength_style(basis, model)
+            _band(ax, c.step.to_numpy(float), c, color, style, None, marker="o" if model == "mlp" else None)
             curves.append({"k": k, "basis": basis, "predictor": model, "step": c.step.tolist(),
                            "clean_accuracy": c.clean_accuracy.tolist(), "accuracy": c["mean"].tolist(),
                            "min": c["min"].tolist(), "max": c["max"].tolist()})
-        for col in range(2):
-            ax = axes[row, col]
-            ax.axhline(0.1, color="k", lw=0.5, ls=":")
-            ax.grid(alpha=0.3)
-            ax.set_title(f"top {k} directions removed", fontsize=9)
-        axes[row, 0].set_ylabel("test accuracy after the attack")
-        axes[row, 0].set_xlabel("training step (log2)")
-        axes[row, 1].set_xlabel("clean test accuracy of the checkpoint")
-    axes[0, 0].legend(fontsize=6)
-    fig.subplots_adjust(hspace=0.35)
-    fig.suptitle(f"{_model_name(df)}: attack strength over training (mean, min–max over {df.seed.nunique()} seed(s));"
-                 " colour: the distribution β is fitted under", fontsize=9)
+        ax.axhline(0.1, color="k", lw=0.5, ls=":")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"top {k} directions removed", fontsize=9)
+        ax.set_ylabel("test accuracy after the attack\n(linear scale; chance 0.1 dotted)", fontsize=8)
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3, which="both")
+    axes[-1].set_xlabel("training step (log₂ scale)")
+    fig.suptitle(run_title("attack strength over training", models=[_model_name(df)], seeds=df.seed.unique(),
+                           run=params.get("run")), fontsize=10)
+    fig.tight_layout()
+    bases = present_bases(df.basis)
+    colours = {**{BASIS_LABELS[b]: _key(BASIS_COLORS[b], "-") for b in bases},
+               "MLP, random directions": _key(COLORS["random"], "-")}
+    styles = {"MLP": _key("0.3", "-", "o"), "the basis's linear approximant": _key("0.3", "--"),
+              "the mixture's exact quadratic": _key("0.3", ":")}
+    legends_below(fig, [("colour: the distribution β is fitted under (mean over seeds, band: min–max)", colours),
+                        ("line style: what is attacked", styles)])
     save_figure(fig, *out)
     return curves
+
+
+def _clean_error(table):
+    """The MLP's clean test error (k = 0) per step > 0: mean, min and max over seeds."""
+    clean = table[(table.k == 0) & (table.predictor == "mlp") & (table.directions == "svd") & (table.step > 0)]
+    per_seed = 1 - clean.groupby(["step", "seed"])["accuracy"].first()  # identical under every basis
+    return per_seed.groupby("step").agg(["mean", "min", "max"]).reset_index()
+
+
+def _strength_style(basis: str, model: str) -> tuple[str, str]:
+    """fig6's colour (the basis; grey for random directions) and line style (the predictor)."""
+    if basis == "any":
+        return COLORS["random"], "-"
+    return BASIS_COLORS[basis], "-" if model == "mlp" else (":" if model == "quadratic" else "--")
 
 
 def _model_name(table) -> str:

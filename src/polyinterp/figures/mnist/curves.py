@@ -1,89 +1,151 @@
-"""fig2 / fig3: FVU or KL of the approximants over training, mean and min–max band over seeds (every
-approximant of the metrics table: the paper's, and the higher degrees where the run has them)."""
+"""The approximants over training, from the metrics table: FVU and KL panels, mean and min–max band
+over seeds. fig2 (the paper's figure 2): the linear and the quadratic approximant under the Gaussian
+mixture, the exact fit solid and the paper's SGD fit dashed; fig3: the same on the MNIST test images;
+fig_fits: the fits under the moment-matched single Gaussian beside the mixture's; fig_degrees: the
+degrees beyond the paper (principal-component fits, degree-n forms under the moment-matched Gaussian)."""
 
 from __future__ import annotations
 
-from polyinterp.figures.style import approximant_color, approximant_label
+from dataclasses import dataclass
+
+from matplotlib.lines import Line2D
+
+from polyinterp.figures.style import approximant_color, approximant_label, legends_below, run_title
 from polyinterp.io import load_parquet, save_figure
-from polyinterp.mnist.metrics import is_single_gaussian_refit
 
-TITLES = {"fvu": "fraction of variance unexplained", "kl": "KL(softmax f ‖ softmax g)"}
-PANELS = {"mixture": "Gaussian mixture", "test": "MNIST test images"}
-# distribution → (panel, drawn as a line with a seed band or as markers)
-DISTRIBUTIONS = {"mixture_exact": ("mixture", "line"), "mixture": ("mixture", "markers"), "test": ("test", "line")}
+METRICS = {"fvu": "FVU (fraction of variance unexplained)", "kl": "KL(softmax f ‖ softmax g)"}
+DISTRIBUTIONS = {"mixture": "under the Gaussian mixture", "test": "on the MNIST test images"}
 
 
-def fvu_figure(*, metrics: str, out: list[str]) -> list[dict]:
-    """fig2: FVU of every approximant over training (see :func:`metric_curves_figure`)."""
-    return metric_curves_figure(metrics, "fvu", out)
+@dataclass(frozen=True)
+class Series:
+    """One line of a curves figure: an approximant fitted under ``fit``, drawn in ``style``."""
+
+    approximant: str
+    fit: str = "mixture"
+    style: str = "-"
+    label: str | None = None
+    marker: str = "o"
+
+    @property
+    def text(self) -> str:
+        return self.label or approximant_label(self.approximant, self.fit)
 
 
-def kl_figure(*, metrics: str, out: list[str]) -> list[dict]:
-    """fig3: KL(MLP ‖ approximant) over training (see :func:`metric_curves_figure`)."""
-    return metric_curves_figure(metrics, "kl", out)
+PAPER = (Series("linear"), Series("quadratic"), Series("quadratic_sgd", style="--", marker="s"))
+FITS = (Series("linear", label="linear, fitted under the mixture"),
+        Series("linear", "gaussian", "--", "linear, fitted under the single Gaussian"),
+        Series("quadratic", label="quadratic, fitted under the mixture (exact)"),
+        Series("quadratic", "gaussian", "--", "quadratic, fitted under the single Gaussian (exact)"))
 
 
-def metric_curves_figure(metrics_path, metric: str, out_paths) -> list[dict]:
-    """One row of panels per model (``mnist.models``, shared axes), two columns (the Gaussian mixture,
-    MNIST test images), one line per approximant and fit distribution: the mean over seeds at each
-    step > 0 and the min–max band. On the mixture panel the line is the exact FVU (``mixture_exact``)
-    of each approximant that has it, its Monte-Carlo values markers; otherwise (KL, the Gaussian
-    degree-n forms) the Monte-Carlo values are the line. Fits under the moment-matched Gaussian
-    (fit ``gaussian``) are dash-dotted in their approximant's colour. Returns what was drawn: dicts
-    with model, distribution, approximant, fit, style (line / markers), step, mean, min, max (lists)
-    and n_seeds."""
+def fvu_figure(*, metrics: str, out: list[str], params: dict) -> list[dict]:
+    """fig2, the paper's figure 2: FVU and KL of the linear and the quadratic approximant (and the
+    paper's SGD fit of the quadratic where the table has it) under the Gaussian mixture, the FVU exact
+    (see :func:`curves_figure`)."""
+    return curves_figure(metrics, "mixture", PAPER, out, params.get("run"),
+                         "the linear and the quadratic approximant over training, under the Gaussian mixture")
+
+
+def test_images_figure(*, metrics: str, out: list[str], params: dict) -> list[dict]:
+    """fig3: fig2's approximants on the MNIST test images (see :func:`curves_figure`)."""
+    return curves_figure(metrics, "test", PAPER, out, params.get("run"),
+                         "the linear and the quadratic approximant over training, on the MNIST test images")
+
+
+def fits_figure(*, metrics: str, out: list[str], params: dict) -> list[dict]:
+    """fig_fits: the linear and the quadratic approximant fitted under the class mixture (solid) and
+    under its moment-matched single Gaussian (dashed), both measured under the mixture (see
+    :func:`curves_figure`)."""
+    return curves_figure(metrics, "mixture", FITS, out, params.get("run"),
+                         "fitted under the class mixture or under one moment-matched Gaussian")
+
+
+def degree_series(metrics) -> tuple[Series, ...]:
+    """fig_degrees' lines: the exact quadratic (the reference), each principal-component fit and each
+    degree-n form under the moment-matched Gaussian that ``metrics`` has."""
+    from polyinterp.figures.style import _degree_form
+
+    names = sorted({n for n in metrics.approximant.unique() if _degree_form(n)},
+                   key=lambda n: (_degree_form(n)[0] == "gaussian", _degree_form(n)))
+    return (Series("quadratic", label="quadratic (exact, the paper's)"),
+            *(Series(n, "gaussian" if n.startswith("gaussian_deg") else "mixture",
+                     ":" if n.startswith("gaussian_deg") else "-") for n in names))
+
+
+def degrees_figure(*, metrics: str, out: list[str], params: dict) -> list[dict]:
+    """fig_degrees: the exact quadratic beside the degrees beyond the paper, under the Gaussian mixture
+    (see :func:`curves_figure`; the degree-n forms are Monte Carlo, the others exact)."""
+    table = load_parquet(metrics)
+    return curves_figure(table, "mixture", degree_series(table), out, params.get("run"),
+                         "beyond degree 2: principal-component and single-Gaussian polynomial fits")
+
+
+def _face(series: Series, color: str) -> str:
+    """Filled points, open ones for a marker other than the default (the SGD fit's squares)."""
+    return color if series.marker == "o" else "white"
+
+
+def _values(sub, metric: str, distribution: str, series: Series):
+    """The rows a line is drawn from, and their distribution: under the mixture the exact FVU where the
+    table has it, else the Monte-Carlo values."""
+    rows = sub[(sub.metric == metric) & (sub.approximant == series.approximant) & (sub.fit == series.fit)]
+    if distribution == "mixture" and (rows.distribution == "mixture_exact").any():
+        distribution = "mixture_exact"
+    return rows[rows.distribution == distribution], distribution
+
+
+def _how(lines, model, metric, distribution) -> str:
+    """How a mixture panel's values were measured: exact, Monte Carlo or both (by line)."""
+    if distribution != "mixture":
+        return ""
+    kinds = {ln["distribution"] for ln in lines if ln["model"] == model and ln["metric"] == metric}
+    if kinds == {"mixture_exact"}:
+        return " (exact)"
+    return " (Monte Carlo)" if kinds == {"mixture"} else " (exact; Monte Carlo where marked)"
+
+
+def curves_figure(metrics, distribution: str, series, out_paths, run: str | None, what: str) -> list[dict]:
+    """One row per model (``mnist.models``), two columns: FVU and KL on ``distribution`` (``mixture``
+    or ``test``), one line per entry of ``series`` that the table has, in its style and its
+    approximant's colour: the mean over seeds at each step > 0, with points, and the min–max band over
+    seeds; both axes log (log₂ steps). The legend is below the panels. ``metrics``: the table or its
+    path. Returns what was drawn: dicts with model, metric, distribution (``mixture_exact``,
+    ``mixture`` or ``test``), approximant, fit, step, mean, min, max (lists) and n_seeds."""
     import matplotlib.pyplot as plt
 
-    df = load_parquet(metrics_path)
-    df = df[(df.metric == metric) & (df.approximant != "mlp")]
-    models = list(df.model.unique())
-    fig, axes = plt.subplots(len(models), 2, figsize=(15, 1 + 3.5 * len(models)), sharex=True, sharey=True,
-                             squeeze=False)
-    lines = []
-    has_exact = False
+    df = load_parquet(metrics) if isinstance(metrics, str) else metrics
+    df = df[df.approximant != "mlp"]
+    models = list(dict.fromkeys(df.model))
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 0.6 + 3.4 * len(models)), sharex=True, squeeze=False)
+    lines, entries = [], {}
     for row, model in enumerate(models):
         sub = df[df.model == model]
-        panel_axes = dict(zip(PANELS, axes[row]))
-        exact = set(zip(sub.approximant[sub.distribution == "mixture_exact"], sub.fit[sub.distribution == "mixture_exact"]))
-        has_exact = has_exact or bool(exact)
-        for dist, (panel, dist_kind) in DISTRIBUTIONS.items():
-            ax = panel_axes[panel]
-            for (name, fit), group in sub[sub.distribution == dist].groupby(["approximant", "fit"]):
-                # Monte Carlo is the line of an approximant without exact values (e.g. gaussian_deg{n})
-                kind = "line" if dist == "mixture" and (name, fit) not in exact else dist_kind
-                stats = group.groupby("step")["value"].agg(["mean", "min", "max"]).reset_index()
-                stats = stats[stats.step > 0]  # log axis; step 0 is the untrained network
-                lines.append({"model": model, "distribution": dist, "approximant": name, "fit": fit, "style": kind,
-                              "step": stats.step.tolist(), "mean": stats["mean"].tolist(),
-                              "min": stats["min"].tolist(), "max": stats["max"].tolist(),
-                              "n_seeds": int(group.seed.nunique())})
-                color, label = approximant_color(name), approximant_label(name, fit)
-                gaussian_fit = is_single_gaussian_refit(name, fit)
-                if kind == "markers":
-                    ax.plot(stats.step, stats["mean"], "o", mfc="none", ms=4, color=color, label=f"{label}, Monte Carlo")
+        for ax, metric in zip(axes[row], METRICS):
+            for s in series:
+                rows, dist = _values(sub, metric, distribution, s)
+                stats = rows[rows.step > 0].groupby("step")["value"].agg(["mean", "min", "max"]).reset_index()
+                if not len(stats):
                     continue
-                style = ("--" if name == "quadratic_sgd" else ":" if name.startswith("gaussian_deg")
-                         else "-." if gaussian_fit else "-")
-                ax.plot(stats.step, stats["mean"], style, color=color, label=label, marker=".")
+                color = approximant_color(s.approximant)
+                ax.plot(stats.step, stats["mean"], s.style, color=color, marker=s.marker, ms=3.5, mfc=_face(s, color))
                 ax.fill_between(stats.step, stats["min"], stats["max"], color=color, alpha=0.2, lw=0)
-        axes[row, 0].set_ylabel(f"{model}\n{TITLES[metric]}")
-    for row in range(len(models)):
-        for ax, (panel, title) in zip(axes[row], PANELS.items()):
+                entries.setdefault(s.text, Line2D([], [], ls=s.style, color=color, marker=s.marker, ms=3.5,
+                                                           mfc=_face(s, color)))
+                lines.append({"model": model, "metric": metric, "distribution": dist, "approximant": s.approximant,
+                              "fit": s.fit, "step": stats.step.tolist(), "mean": stats["mean"].tolist(),
+                              "min": stats["min"].tolist(), "max": stats["max"].tolist(),
+                              "n_seeds": int(rows.seed.nunique())})
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.grid(alpha=0.3, which="both")
-            if row == 0:
-                ax.set_title(title + (" (line: exact where known, markers: Monte Carlo)"
-                                      if panel == "mixture" and has_exact else ""))
-            if row == len(models) - 1:
-                ax.set_xlabel("training step")
-    legend = {}  # one legend for all panels, beside them
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="center right", fontsize=7)
-    n_seeds = df.seed.nunique()
-    fig.suptitle(f"{TITLES[metric]} of the approximants over training (mean and range over {n_seeds} seed(s))")
-    fig.tight_layout(rect=(0, 0, 0.74, 0.96))
+            ax.set_ylabel(f"{METRICS[metric]}, log scale", fontsize=8)
+            ax.set_title(f"{model}: {metric.upper()} {DISTRIBUTIONS[distribution]}"
+                         f"{_how(lines, model, metric, distribution)}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("training step (log₂ scale)")
+    fig.suptitle(run_title(what, models=models, seeds=df.seed.unique(), run=run), fontsize=10)
+    fig.tight_layout()
+    legends_below(fig, [("line: mean over seeds; band: min–max over seeds", entries)])
     save_figure(fig, *out_paths)
     return lines

@@ -1,47 +1,57 @@
-"""fig1: for one digit, at checkpoints across training, what drives the output under the data beside
-the raw coefficients: the mixture fit's linear filter and pattern, the raw and the whitened top
-feature of its quadratic matrix Γ, and the N(0, I) fit's β and top eigenvector of Γ (the paper's)."""
+"""fig1: for one digit, at checkpoints across training (the paper's 2^12 and 2^14 among them), what
+drives the output under the data, then apart the raw coefficients: the mixture fit's linear pattern
+and the whitened top feature of its quadratic matrix Γ, its filter β and raw top eigenvector of Γ,
+and the N(0, I) fit's β and top eigenvector of Γ (the paper's authors')."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 
 from polyinterp.approx import feature_summary, psd_sqrt, quadratic_gaussian, top_eigenpair
 from polyinterp.errors import DataError
+from polyinterp.figures.style import run_title
 from polyinterp.io import load_parquet, load_torch, save_figure
 from polyinterp.mnist.approximants import load_gaussian_mixture
 from polyinterp.mnist.model import load_network, model_name, polynomial_network
 
-# (row key in the returned data, row label on the left of the figure), top to bottom
+# (row key in the returned data, row label on the left of the figure), top to bottom, in three groups
+# (GROUPS): under the data (what the network uses), the raw coefficients, the authors' N(0, I) fit
 ROWS = (
-    ("mixture_beta", "mixture β\n(filter)"),
-    ("mixture_linear_pattern", "mixture Σβ\n(pattern)"),
-    ("mixture_gamma_raw", "mixture Γ\nraw top eigvec"),
-    ("mixture_gamma_whitened", "mixture Γ\nwhitened top\nΣ½v"),
-    ("standard_normal_beta", "N(0, I) β"),
-    ("standard_normal_gamma", "N(0, I) Γ\ntop eigvec"),
+    ("mixture_linear_pattern", "linear: pattern Σβ"),
+    ("mixture_gamma_whitened", "quadratic: top\nwhitened feature\nΣ½v of Σ½ΓΣ½"),
+    ("mixture_beta", "linear: filter β"),
+    ("mixture_gamma_raw", "quadratic: top\neigenvector of Γ"),
+    ("standard_normal_beta", "linear: β"),
+    ("standard_normal_gamma", "quadratic: top\neigenvector of Γ"),
 )
+GROUPS = (("fitted under the class mixture, seen through the data's covariance Σ (what the network uses)", 2),
+          ("the same fit's raw coefficients (the ridge weights near-constant border pixels)", 2),
+          ("fitted under N(0, I), as the paper's authors drew them", 2))
 
 
 def features_figure(*, approx: list[str], ckpt: list[str], mixture: str, metrics: str, out: list[str],
                     params: dict) -> list[dict]:
     """fig1: for digit ``params['digit']``, one column per checkpoint (``approx`` and ``ckpt``, the same
-    (seed, step)s in the same order) and six rows: (a) the mixture fit's linear filter β, titled with
-    its mixture FVU from ``metrics``; (b) its pattern Σβ (Σ: the total covariance of ``mixture``),
-    titled with βᵀΣβ; (c) the top raw eigenvector of the mixture Γ, titled with the quadratic FVU, λ
-    and the share of the quadratic term's data variance that its coordinate explains (kept to show
-    the ridge artifact: near-constant pixels); (d) the top whitened feature Σ^{1/2}v of Σ^{1/2}ΓΣ^{1/2},
-    with λ and its variance share; (e), (f) β and the top eigenvector of Γ of the checkpoint's MLP fit
-    under N(0, I) (preprocessed coordinates), (f) with λ and its share under N(0, I).
+    (seed, step)s in the same order) and six rows in three groups (:data:`GROUPS`). Under the data, what
+    the network uses: (a) the mixture fit's linear pattern Σβ (Σ: the total covariance of ``mixture``),
+    (b) the top whitened feature Σ^{1/2}v of Σ^{1/2}ΓΣ^{1/2} with λ and its share of the quadratic
+    term's variance. Apart, the raw coefficients: (c) the filter β with βᵀΣβ, (d) the top raw
+    eigenvector of Γ with λ and its coordinate's share (kept to show the ridge artifact: near-constant
+    pixels). Every mixture panel is annotated with its approximant's FVU under the mixture from
+    ``metrics`` (exact where the table has it). Then (e), (f): β and the top eigenvector of Γ of the
+    checkpoint's MLP fit under N(0, I) (preprocessed coordinates), (f) with λ and its share under
+    N(0, I). The title names the model, ``params['run']`` and the seed.
 
-    Returns one dict per panel: digit, seed, step, row (a key of :data:`ROWS`), and where the row has
-    them eigval, variance_share, fvu, variance (βᵀΣβ for (b), βᵀβ for (e))."""
+    Returns one dict per panel, checkpoint by checkpoint in :data:`ROWS` order: digit, seed, step, row
+    (a key of :data:`ROWS`), and where the row has them eigval, variance_share, fvu, variance (βᵀΣβ
+    for the pattern, βᵀβ for the N(0, I) β)."""
     if len(approx) != len(ckpt):
         raise DataError(f"fig1_features needs one ckpt per approx file, got {len(approx)} approx and {len(ckpt)} ckpt")
-    return plot_features(approx, ckpt, mixture, metrics, int(params["digit"]), out)
+    return plot_features(approx, ckpt, mixture, metrics, int(params["digit"]), out, params.get("run"))
 
 
 def _fvu_table(metrics_path) -> pd.DataFrame:
@@ -70,19 +80,25 @@ def _column(saved: dict, ck: dict, digit: int, cov: torch.Tensor, cov_sqrt: torc
     lam_w, share_w = float(w.eigvals[0]), float(w.variance_share[0])
     g_var = float(g_beta @ g_beta)
     base = {"digit": digit, "seed": seed, "step": step}
-    panels = [
-        ({"fvu": fvu_lin}, s.beta, f"step {step}\nFVU {fvu_lin:.3f}"),
-        ({"variance": s.linear_variance}, s.linear_pattern, f"βᵀΣβ {s.linear_variance:.2g}"),
-        ({"fvu": fvu_quad, "eigval": s.raw_eigval, "variance_share": s.raw_variance_share}, s.raw_eigvec,
-         f"FVU {fvu_quad:.3f}\nλ {s.raw_eigval:.2g}, share {s.raw_variance_share:.1g}"),
-        ({"eigval": lam_w, "variance_share": share_w}, w.patterns[0], f"λ {lam_w:.2g}, share {share_w:.2f}"),
-        ({"variance": g_var}, g_beta, f"βᵀβ {g_var:.2g}"),
-        ({"eigval": g_lam, "variance_share": g_share}, g_vec, f"λ {g_lam:.2g}, share {g_share:.2f}"),
-    ]
+    lin, quad = f"FVU {fvu_lin:.3f}", f"FVU {fvu_quad:.3f}"
+    panels = {
+        "mixture_beta": ({"fvu": fvu_lin}, s.beta, f"{lin}, βᵀΣβ {s.linear_variance:.2g}"),
+        "mixture_linear_pattern": ({"fvu": fvu_lin, "variance": s.linear_variance}, s.linear_pattern,
+                                   f"step {step}\n{lin}"),
+        "mixture_gamma_raw": ({"fvu": fvu_quad, "eigval": s.raw_eigval, "variance_share": s.raw_variance_share},
+                              s.raw_eigvec, f"{quad}\nλ {s.raw_eigval:.2g}, share {s.raw_variance_share:.1g}"),
+        "mixture_gamma_whitened": ({"fvu": fvu_quad, "eigval": lam_w, "variance_share": share_w}, w.patterns[0],
+                                   f"{quad}\nλ {lam_w:.2g}, share {share_w:.2f}"),
+        "standard_normal_beta": ({"variance": g_var}, g_beta, f"step {step}\nβᵀβ {g_var:.2g}"),
+        "standard_normal_gamma": ({"eigval": g_lam, "variance_share": g_share}, g_vec,
+                                  f"λ {g_lam:.2g}, share {g_share:.2f}"),
+    }
+    panels = [panels[key] for key, _ in ROWS]
     return [({**base, "row": key, **extra}, img, title) for (key, _), (extra, img, title) in zip(ROWS, panels)]
 
 
-def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: int, out_paths) -> list[dict]:
+def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: int, out_paths,
+                  run: str | None = None) -> list[dict]:
     import matplotlib.pyplot as plt
 
     fvu = _fvu_table(metrics_path)
@@ -91,7 +107,14 @@ def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: i
     cov_sqrt = psd_sqrt(cov)
     side = int(math.isqrt(cov.shape[0]))
     ncol = len(approx_paths)
-    fig, axes = plt.subplots(len(ROWS), ncol, figsize=(0.9 + 1.6 * ncol, 1.75 * len(ROWS)), squeeze=False)
+    fig = plt.figure(figsize=(1.2 + 1.6 * ncol, 0.9 + 1.85 * len(ROWS) + 0.5 * len(GROUPS)))
+    subfigs = fig.subfigures(len(GROUPS), 1, height_ratios=[n for _, n in GROUPS])
+    axes, start = [], 0
+    for sub, (title, n) in zip(subfigs, GROUPS):
+        sub.suptitle(title, fontsize=8, fontweight="bold")
+        axes.extend(sub.subplots(n, ncol, squeeze=False))
+        start += n
+    axes = np.array([list(r) for r in axes], dtype=object)
     drawn, seed, model = [], None, None
     for col, (apath, cpath) in enumerate(zip(approx_paths, ckpt_paths)):
         saved, ck = load_torch(apath), load_torch(cpath)
@@ -112,8 +135,8 @@ def plot_features(approx_paths, ckpt_paths, mixture_path, metrics_path, digit: i
             ax.set_title(title, fontsize=6.5)
     for row, (_, label) in enumerate(ROWS):
         axes[row, 0].set_ylabel(label, fontsize=7)
-    fig.suptitle(f"{model}: digit {digit} over training (seed {seed}): filters beside patterns under the data "
-                 f"(mixture fit: Σ = total covariance; share = fraction of the quadratic term's variance)", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.suptitle(run_title(f"digit {digit} over training: the approximants' features at each checkpoint (FVU under "
+                           "the mixture; share: of the quadratic term's variance)", models=[model], seeds=[seed],
+                           run=run), fontsize=9, y=1.02)
     save_figure(fig, *out_paths)
     return drawn
