@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -142,16 +143,14 @@ def test_warm_start_and_inner_precision(random_model, random_mixture):
     torch.testing.assert_close(cold.gamma, f64.gamma, rtol=1e-6, atol=1e-8)
     again = quadratic_approximant(model, mix, tol=1e-9, warm_start=cold)
     assert again.fit_info["iterations"] <= 1 and again.fit_info["start"] == "warm_start"
-    near = cold.to(dtype=DT)
-    near.gamma = near.gamma * 1.001
+    near = dataclasses.replace(cold.to(dtype=DT), gamma=cold.gamma.to(DT) * 1.001)
     warm = quadratic_approximant(model, mix, tol=1e-9, warm_start=near)
     assert warm.fit_info["start"] == "warm_start"
     # at d = 6 CG exhausts the Krylov space in ~10 iterations from any start, so whether the warm start
     # saves an iteration is round-off luck; what it must do is start far closer to the solution
     assert warm.fit_info["converged"] and warm.fit_info["iterations"] <= cold.fit_info["iterations"]
     assert warm.fit_info["residual_history"][0] < 0.05 * cold.fit_info["residual_history"][0]
-    far = cold.to(dtype=DT)
-    far.gamma = -3 * far.gamma  # a useless warm start is detected and not used
+    far = dataclasses.replace(cold.to(dtype=DT), gamma=-3 * cold.gamma.to(DT))  # a useless warm start is detected and not used
     assert quadratic_approximant(model, mix, tol=1e-9, warm_start=far).fit_info["start"].startswith("moment_matched")
     torch.testing.assert_close(warm.gamma, cold.gamma, rtol=1e-6, atol=1e-8)
     assert torch.allclose(cold.gamma, cold.gamma.transpose(1, 2))

@@ -26,7 +26,9 @@ FITS = ("mixture", "gaussian")  # the distributions approximants are fitted unde
 
 
 def load_gaussian_mixture(mixture: dict, device: torch.device, dtype=torch.float64) -> GaussianMixture:
-    return GaussianMixture(mixture["weights"], mixture["means"], mixture["covs"]).to(device, dtype)
+    """The saved class mixture (rule ``mnist_mixture``) as a :class:`GaussianMixture`, its ridge recorded."""
+    return GaussianMixture(mixture["weights"], mixture["means"], mixture["covs"], ridge=mixture.get("ridge"),
+                           ridge_abs=mixture.get("ridge_abs")).to(device, dtype)
 
 
 def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,

@@ -6,6 +6,7 @@ import logging
 
 import torch
 
+from polyinterp.approx.core.mixture import class_gaussians, ridged
 from polyinterp.io import save_torch
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.preprocess import apply_preprocess, make_preprocess
@@ -14,28 +15,18 @@ log = logging.getLogger(__name__)
 
 
 def class_moments(x: torch.Tensor, labels: torch.Tensor, n_classes: int = 10):
-    """Class frequencies [K], means [K, d] and unbiased covariances [K, d, d] (float64)."""
-    x = x.to(torch.float64)
-    weights, means, covs = [], [], []
-    for k in range(n_classes):
-        xk = x[labels == k]
-        if xk.shape[0] < 2:
-            raise ValueError(f"class {k} has {xk.shape[0]} samples; need at least 2 for a covariance")
-        mu = xk.mean(0)
-        z = xk - mu
-        weights.append(xk.shape[0] / x.shape[0])
-        means.append(mu)
-        covs.append(z.T @ z / (xk.shape[0] - 1))
-    return torch.tensor(weights, dtype=torch.float64), torch.stack(means), torch.stack(covs)
+    """Class frequencies [K], means [K, d] and unbiased covariances [K, d, d] (float64) of classes
+    0..n_classes−1 (:func:`polyinterp.approx.core.mixture.class_gaussians`, as
+    :meth:`GaussianMixture.from_data`)."""
+    return class_gaussians(x, labels, range(n_classes))
 
 
 def fit_mixture(x: torch.Tensor, labels: torch.Tensor, ridge: float) -> dict:
     """Class-conditional Gaussians; ``ridge`` × (mean within-class pixel variance) is added to each
-    covariance's diagonal (MNIST class covariances are singular)."""
+    covariance's diagonal (MNIST class covariances are singular). The computation of
+    :meth:`GaussianMixture.from_data` (the same functions), kept as raw tensors for the saved file."""
     weights, means, covs = class_moments(x, labels)
-    mean_var = float((weights * torch.diagonal(covs, dim1=1, dim2=2).mean(1)).sum())
-    ridge_abs = ridge * mean_var
-    covs = covs + ridge_abs * torch.eye(covs.shape[-1], dtype=covs.dtype)
+    covs, ridge_abs, mean_var = ridged(weights, covs, ridge)
     return {"weights": weights, "means": means, "covs": covs, "ridge": float(ridge),
             "ridge_abs": ridge_abs, "mean_within_class_variance": mean_var}
 

@@ -145,5 +145,6 @@ def activation_from_module(module: torch.nn.Module) -> Activation:
         if isinstance(module, cls):
             return ACTIVATIONS[name]
     raise ApproxInputError(
-        f"unsupported activation module {type(module).__name__}; use ReLU, GELU, Tanh, Sigmoid, SiLU or Identity"
+        f"unsupported activation module {type(module).__name__}; supported: nn.ReLU, nn.GELU (approximate 'none' "
+        "or 'tanh'), nn.Tanh, nn.Sigmoid, nn.SiLU, nn.Identity"
     )

@@ -13,10 +13,12 @@ from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_row
 _CHUNK_BYTES = 128 * 2**20
 
 
-@dataclass
+@dataclass(frozen=True)
 class Approximant(FittedPolynomial):
     """Coefficients ``alpha [o]``, ``beta [o, d]`` and ``gamma [o, d, d]`` (symmetric; ``None`` for a
-    linear approximant), and ``fit_info`` (method, iterations, residual, seconds, …)."""
+    linear approximant), and ``fit_info`` (method, iterations, residual, seconds, …). Frozen: a field
+    cannot be reassigned (a changed copy is :func:`dataclasses.replace`); ``fit_info`` is the fit's own
+    copy of the dict it was given."""
 
     alpha: torch.Tensor
     beta: torch.Tensor
@@ -24,6 +26,7 @@ class Approximant(FittedPolynomial):
     fit_info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
+        object.__setattr__(self, "fit_info", dict(self.fit_info))
         if self.alpha.dim() != 1 or self.beta.dim() != 2 or self.beta.shape[0] != self.alpha.shape[0]:
             raise ApproxInputError(f"need alpha [o], beta [o, d]; got {tuple(self.alpha.shape)}, "
                                    f"{tuple(self.beta.shape)}")

@@ -7,6 +7,40 @@ import torch
 from polyinterp.approx.core.errors import ApproxInputError
 
 
+def class_gaussians(x, labels, classes=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Class frequencies [K], means [K, d] and unbiased covariances [K, d, d] of the rows of ``x`` [n, d]
+    grouped by ``labels`` [n], in float64, one component per class of ``classes`` (default: the distinct
+    labels, sorted). A class with fewer than 2 rows raises :class:`ApproxInputError` naming it."""
+    x = torch.as_tensor(x).to(torch.float64)
+    labels = torch.as_tensor(labels)
+    if x.dim() != 2 or labels.shape != x.shape[:1]:
+        raise ApproxInputError(f"need x [n, d] and labels [n], got {tuple(x.shape)} and {tuple(labels.shape)}")
+    classes = labels.unique().tolist() if classes is None else list(classes)
+    weights, means, covs = [], [], []
+    for k in classes:
+        xk = x[labels == k]
+        if xk.shape[0] < 2:
+            raise ApproxInputError(f"class {k} has {xk.shape[0]} samples; need at least 2 for a covariance "
+                                   "(drop the class or add samples)")
+        mu = xk.mean(0)
+        z = xk - mu
+        weights.append(xk.shape[0] / x.shape[0])
+        means.append(mu)
+        covs.append(z.T @ z / (xk.shape[0] - 1))
+    return torch.tensor(weights, dtype=torch.float64), torch.stack(means), torch.stack(covs)
+
+
+def ridged(weights: torch.Tensor, covs: torch.Tensor, ridge: float) -> tuple[torch.Tensor, float, float]:
+    """``covs`` + ridge_abs·I with ridge_abs = ``ridge`` × the mean within-class variance
+    Σ_k w_k tr(Σ_k)/d; returns (covs, ridge_abs, mean within-class variance). ``ridge`` ≥ 0 is relative,
+    so it means the same on data of any scale."""
+    if not ridge >= 0:
+        raise ApproxInputError(f"ridge must be >= 0 (relative to the mean within-class variance), got {ridge!r}")
+    mean_var = float((weights * torch.diagonal(covs, dim1=1, dim2=2).mean(1)).sum())
+    ridge_abs = ridge * mean_var
+    return covs + ridge_abs * torch.eye(covs.shape[-1], dtype=covs.dtype), ridge_abs, mean_var
+
+
 class GaussianMixture:
     """A Gaussian mixture with weights ``[K]``, means ``[K, d]`` and covariances ``[K, d, d]``.
 
@@ -15,10 +49,13 @@ class GaussianMixture:
     positive semi-definite (smallest eigenvalue ≥ −1e-8 × largest). Tensors are converted to
     ``dtype`` (float64 by default) on the device of ``means`` unless ``device`` is given. The weights
     are honoured everywhere (components are never averaged equally).
+
+    ``ridge`` and ``ridge_abs``: the ridge a mixture fitted from data was given (relative, and the
+    absolute value added to every covariance's diagonal; see :meth:`from_data`), ``None`` otherwise.
     """
 
     def __init__(self, weights, means, covs, *, dtype: torch.dtype | None = torch.float64, device=None,
-                 validate: bool = True):
+                 validate: bool = True, ridge: float | None = None, ridge_abs: float | None = None):
         means = torch.as_tensor(means)
         device = torch.device(device) if device is not None else means.device
         dtype = dtype or (means.dtype if means.is_floating_point() else torch.float64)
@@ -42,6 +79,7 @@ class GaussianMixture:
         if validate:
             weights, covs = self._validated(weights, means, covs, wtol)
         self.weights, self.means, self.covs = weights, means, covs
+        self.ridge, self.ridge_abs = ridge, ridge_abs
         self._factors: torch.Tensor | None = None
 
     @staticmethod
@@ -93,19 +131,40 @@ class GaussianMixture:
         return self.means.device
 
     def __repr__(self) -> str:
-        return f"GaussianMixture(K={self.K}, d={self.d}, dtype={self.dtype}, device={self.device})"
+        ridge = "" if self.ridge is None else f", ridge={self.ridge:g}"
+        return f"GaussianMixture(K={self.K}, d={self.d}{ridge}, dtype={self.dtype}, device={self.device})"
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "GaussianMixture":
         """A copy on ``device`` in ``dtype`` (no re-validation)."""
         device = self.device if device is None else device
         dtype = dtype or self.dtype
-        return GaussianMixture(self.weights, self.means, self.covs, dtype=dtype, device=device, validate=False)
+        return GaussianMixture(self.weights, self.means, self.covs, dtype=dtype, device=device, validate=False,
+                               ridge=self.ridge, ridge_abs=self.ridge_abs)
 
     @classmethod
     def single(cls, mean, cov, **kw) -> "GaussianMixture":
         """The one-component mixture N(mean, cov)."""
         mean = torch.as_tensor(mean)
         return cls(torch.ones(1, dtype=torch.float64), mean[None], torch.as_tensor(cov)[None], **kw)
+
+    @classmethod
+    def from_data(cls, x, labels, *, ridge: float = 0.0, classes=None, **kw) -> "GaussianMixture":
+        """One component per class of ``labels`` [n] (sorted; or ``classes``, in that order) of the rows of
+        ``x`` [n, d]: weight = the class's share of the rows, mean, unbiased covariance + ``ridge`` × (mean
+        within-class variance Σ_k w_k tr(Σ_k)/d) · I. The ridge (relative, and absolute as
+        ``ridge_abs``) is recorded on the mixture. Data whose class covariances are singular (constant
+        pixels, fewer rows than d) need ``ridge`` > 0 for the exact quadratic's solver; MNIST's study
+        uses 1e-2. Keywords ``kw``: as the constructor (``dtype``, ``device``)."""
+        weights, means, covs = class_gaussians(x, labels, classes)
+        covs, ridge_abs, _ = ridged(weights, covs, ridge)
+        return cls(weights, means, covs, ridge=float(ridge), ridge_abs=ridge_abs, **kw)
+
+    @classmethod
+    def gaussian_from_data(cls, x, *, ridge: float = 0.0, **kw) -> "GaussianMixture":
+        """The one Gaussian (K = 1) of the rows of ``x`` [n, d]: their mean and unbiased covariance +
+        ``ridge`` × (mean variance) · I, as :meth:`from_data` with every row in one class."""
+        x = torch.as_tensor(x)
+        return cls.from_data(x, torch.zeros(x.shape[0], dtype=torch.long), ridge=ridge, **kw)
 
     # -- moments ----------------------------------------------------------------------------------
     def total_mean(self) -> torch.Tensor:

@@ -75,14 +75,11 @@ class MLP:
         layers = [m for m in module.children() if not isinstance(m, torch.nn.Flatten)] \
             if isinstance(module, torch.nn.Sequential) else []
         if len(layers) != 3 or not isinstance(layers[0], torch.nn.Linear) or not isinstance(layers[2], torch.nn.Linear):
-            raise ApproxInputError("MLP.from_module needs nn.Sequential(nn.Linear, activation, nn.Linear), got "
-                                   f"{module.__class__.__name__} with children {[type(m).__name__ for m in layers]}")
+            raise ApproxInputError(f"cannot read {_describe(module)} as an MLP; supported: {SUPPORTED_MODELS}")
         l1, act, l2 = layers
-        c = (lambda t: t.detach().to(dtype)) if dtype else (lambda t: t.detach())
-        zeros = lambda lin: torch.zeros(lin.out_features, dtype=lin.weight.dtype, device=lin.weight.device)  # noqa
-        b1 = l1.bias if l1.bias is not None else zeros(l1)
-        b2 = l2.bias if l2.bias is not None else zeros(l2)
-        return cls(c(l1.weight), c(b1), c(l2.weight), c(b2), activation_from_module(act))
+        W1, b1 = _linear(l1, dtype)
+        W2, b2 = _linear(l2, dtype)
+        return cls(W1, b1, W2, b2, activation_from_module(act))
 
 
 @dataclass(init=False)
@@ -131,6 +128,57 @@ class GLU:
         """The GLU x' ↦ f(shift + M x') (M [d, d'])."""
         return GLU(self.W @ M, self.b + self.W @ shift, self.V @ M, self.c + self.V @ shift, self.W2, self.b2,
                    self.activation)
+
+
+SUPPORTED_MODELS = ("nn.Sequential(nn.Linear, activation, nn.Linear) with activation nn.ReLU, nn.GELU "
+                    "(approximate 'none' or 'tanh'), nn.Tanh, nn.Sigmoid, nn.SiLU or nn.Identity (a leading nn.Flatten "
+                    "is skipped); a gated MLP block with gate_proj, up_proj, down_proj (nn.Linear) and act_fn; "
+                    "an MLP or GLU built from weight tensors")
+
+
+def _describe(module) -> str:
+    if isinstance(module, torch.nn.Sequential):
+        return f"nn.Sequential({', '.join(type(m).__name__ for m in module.children())})"
+    return type(module).__name__
+
+
+def _linear(lin, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, bias) of an ``nn.Linear``, detached and cast to ``dtype`` (zeros for a missing bias)."""
+    if not isinstance(lin, torch.nn.Linear):
+        raise ApproxInputError(f"expected an nn.Linear, got {type(lin).__name__}")
+    W = lin.weight.detach()
+    b = lin.bias.detach() if lin.bias is not None else torch.zeros(lin.out_features, dtype=W.dtype, device=W.device)
+    return (W.to(dtype), b.to(dtype)) if dtype else (W, b)
+
+
+def glu_from_linears(gate: torch.nn.Linear, up: torch.nn.Linear, down: torch.nn.Linear, activation,
+                     dtype: torch.dtype | None = torch.float64) -> GLU:
+    """The GLU down(φ(gate x) ⊙ up x) of the gate / up / down linear maps of a gated MLP block (the layout
+    of LLM MLP blocks, e.g. SwiGLU: φ = SiLU); ``activation``: an ``nn`` activation module, a name or an
+    :class:`Activation`. Weights detached and cast to ``dtype`` (float64 by default)."""
+    W, b = _linear(gate, dtype)
+    V, c = _linear(up, dtype)
+    W2, b2 = _linear(down, dtype)
+    act = activation_from_module(activation) if isinstance(activation, torch.nn.Module) else activation
+    return GLU(W, b, V, c, W2, b2, act)
+
+
+def as_model(model, dtype: torch.dtype | None = torch.float64):
+    """The :class:`MLP` or :class:`GLU` of ``model``: an MLP or GLU as it is; an
+    ``nn.Sequential(nn.Linear, activation, nn.Linear)`` (:meth:`MLP.from_module`); a module with
+    ``gate_proj``, ``up_proj``, ``down_proj`` and ``act_fn`` (a gated MLP block, :func:`glu_from_linears`).
+    Anything else raises :class:`ApproxInputError` naming the module and what is supported."""
+    if isinstance(model, (MLP, GLU)):
+        return model
+    if isinstance(model, torch.nn.Sequential):
+        return MLP.from_module(model, dtype)
+    if isinstance(model, torch.nn.Module) and all(hasattr(model, a) for a in ("gate_proj", "up_proj", "down_proj")):
+        act = getattr(model, "act_fn", None)
+        if act is None:
+            raise ApproxInputError(f"the gated block {type(model).__name__} has no act_fn; build the GLU with "
+                                   "glu_from_linears(gate, up, down, activation)")
+        return glu_from_linears(model.gate_proj, model.up_proj, model.down_proj, act, dtype)
+    raise ApproxInputError(f"cannot approximate {_describe(model)}; supported: {SUPPORTED_MODELS}")
 
 
 def check_model(model, d: int | None = None, device=None) -> None:

@@ -75,6 +75,20 @@ def fvu_flat_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[flo
     return float(ratio), float(se)
 
 
+def fvu_uncentred_and_se(f_values: torch.Tensor, g_values: torch.Tensor) -> tuple[float, float]:
+    """The uncentred ratio of EleutherAI/polyapprox's tests, Σ‖f − g‖² / Σ‖f‖² (no mean removed), and
+    its standard error by the delta method as in :func:`fvu_and_se` (a_i = ‖f_i − g_i‖², b_i = ‖f_i‖²).
+    Never above :func:`fvu` on the same values (its denominator adds n‖f̄‖²)."""
+    f, g = _pair(f_values, g_values)
+    a = ((f - g) ** 2).sum(1)
+    b = (f ** 2).sum(1)
+    if float(b.sum()) == 0.0:
+        raise ApproxInputError("f is 0 on these inputs, so the uncentred FVU is undefined; use more varied inputs")
+    ratio = a.sum() / b.sum()
+    se = (a - ratio * b).std() / (len(a) ** 0.5 * b.mean())
+    return float(ratio), float(se)
+
+
 def kl_and_se(f_logits: torch.Tensor, g_logits: torch.Tensor) -> tuple[float, float]:
     """:func:`kl_divergence` and its standard error: the sample standard deviation of the per-sample
     KL(softmax f_i ‖ softmax g_i) over √n."""

@@ -71,21 +71,29 @@ _CHUNK_BYTES = 64 * 2**20
 METHODS = ("auto", "dense", "pcg")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReducedPolynomialApproximant(FittedPolynomial):
     """g(x) = Σ_α coefficients[o, α] ψ_α(u(x)), u(x) = whitened principal components of x.
 
     ``degree`` n, ``components`` p, ``pcs`` (:class:`PrincipalComponents`: the projection),
     ``coefficients`` [o, N] in the normalised Hermite basis of u (order: ``basis``), ``fit_info``
-    (method, seconds, residual, iterations, …). ``fvu()`` is exact under the fitting mixture.
+    (method, seconds, residual, iterations, …), ``moments``: the per-output [o] moments under the
+    fitting mixture that :meth:`fvu` needs (``ef`` = E f, ``ef2`` = E f², ``efg`` = E[f g], ``eg2`` =
+    E g², and ``eg`` = E g when known), computed when the fit is made. Frozen: no field can be
+    reassigned; the moments travel with :meth:`to` and :meth:`state_dict`, so ``fvu()`` is exact
+    under the fitting mixture after a move or a save and load.
     """
 
     degree: int
     pcs: PrincipalComponents
     coefficients: torch.Tensor
     fit_info: dict[str, Any] = field(default_factory=dict)
-    _moments: dict[str, torch.Tensor] | None = field(default=None, repr=False, compare=False)
-    _source: Any = field(default=None, repr=False, compare=False)  # (model, mixture) for E f²
+    moments: dict[str, torch.Tensor] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "fit_info", dict(self.fit_info))
+        if self.moments is not None:
+            object.__setattr__(self, "moments", dict(self.moments))
 
     components = property(lambda self: self.pcs.p)
     o = property(lambda self: self.coefficients.shape[0])
@@ -127,18 +135,13 @@ class ReducedPolynomialApproximant(FittedPolynomial):
 
     def expected_moments(self) -> dict[str, torch.Tensor]:
         """Per-output [o] moments under the fitting mixture: ``ef`` = E f, ``ef2`` = E f², ``efg`` =
-        E[f g] = θᵀb, ``eg2`` = E g² = θᵀGθ (E f, E f² computed on first use)."""
-        if self._moments is None:
-            raise ApproxInputError("this approximant carries no moments; build it with reduced_polynomial_approximant")
-        if "ef2" not in self._moments:
-            if self._source is None:
-                raise ApproxInputError("the source model and mixture are not attached (e.g. after to() or "
-                                       "from_state_dict); E f² cannot be computed")
-
-            model, mixture = self._source
-            ef, ef2 = output_moments(model, mixture)
-            self._moments.update(ef=ef, ef2=ef2)
-        return dict(self._moments)
+        E[f g] = θᵀb, ``eg2`` = E g² = θᵀGθ (and ``eg`` = E g when the fit recorded it)."""
+        need = ("ef", "ef2", "efg", "eg2")
+        if self.moments is None or any(k not in self.moments for k in need):
+            have = sorted(self.moments or {})
+            raise ApproxInputError(f"this approximant carries the moments {have}, not {list(need)}; fit it with "
+                                   "reduced_polynomial_approximant(s) (or load a state dict saved from such a fit)")
+        return dict(self.moments)
 
     def fvu(self, per_output: bool = False):
         """E‖f − g‖² / Σ_o Var f_o under the fitting mixture, exactly (module docstring); with
@@ -147,22 +150,19 @@ class ReducedPolynomialApproximant(FittedPolynomial):
         return fvu_from_moments(m["ef2"] - 2 * m["efg"] + m["eg2"], m["ef2"] - m["ef"] ** 2, per_output, "mixture")
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "ReducedPolynomialApproximant":
-        """A copy on ``device`` in ``dtype`` (the cached moments come along; the source model does not)."""
+        """A copy on ``device`` in ``dtype``; the moments of :meth:`fvu` come along (moved, kept in float64)."""
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
-        mom = None if self._moments is None else {k: f(v) for k, v in self._moments.items()}
+        mom = None if self.moments is None else {k: v.to(device=device or v.device) for k, v in self.moments.items()}
         return ReducedPolynomialApproximant(self.degree, self.pcs.to(device, dtype), f(self.coefficients),
-                                            dict(self.fit_info), mom, None)
+                                            dict(self.fit_info), mom)
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain tensors and the fit info (``torch.save``-able); the moments of :meth:`fvu` are included
-        (E f and E f² are computed now if they were not yet and the source model is attached)."""
-        if self._moments is not None and "ef2" not in self._moments and self._source is not None:
-            self.expected_moments()
+        """Plain tensors and the fit info (``torch.save``-able), with the moments of :meth:`fvu`."""
         out = {"degree": self.degree, "coefficients": self.coefficients, "pc_mean": self.pcs.mean,
                "pc_directions": self.pcs.directions, "pc_eigenvalues": self.pcs.eigenvalues,
                "pc_explained": self.pcs.explained, "fit_info": dict(self.fit_info)}
-        if self._moments is not None:
-            out["moments"] = dict(self._moments)
+        if self.moments is not None:
+            out["moments"] = dict(self.moments)
         return out
 
     @classmethod
@@ -285,7 +285,8 @@ def reduced_polynomial_approximants(model, mixture: GaussianMixture, components:
     mm = mixture.moment_matched()
     b_mm = full.pack(hermite_rhs_mixture(model, mm.weights, mm.means, mm.covs, pcs.mean, pcs.basis, nmax))
     t_rhs = time.perf_counter() - t_rhs
-    out = {}
+    ef, ef2 = output_moments(model, mixture)  # E f, E f²: the FVU's, shared by every degree
+    fits = {}
     for n in degrees:
         t1 = time.perf_counter()
         basis = PolynomialBasis(pcs.p, n)
@@ -307,12 +308,13 @@ def reduced_polynomial_approximants(model, mixture: GaussianMixture, components:
         resid = (b - Gth - ridge * theta).norm(dim=1) / b.norm(dim=1).clamp_min(torch.finfo(b.dtype).tiny)
         info.update(residual=float(resid.max()), seconds=time.perf_counter() - t1 + t_rhs, rhs_seconds=t_rhs)
         info.setdefault("converged", bool(float(resid.max()) <= tol))
-        moments = {"efg": (theta * b).sum(1), "eg2": (Gth * theta).sum(1)}
-        out[n] = ReducedPolynomialApproximant(n, pcs, theta, info, moments, (model, mixture))
+        unit = torch.zeros(1, N, dtype=theta.dtype, device=theta.device)
+        unit[0, 0] = 1.0  # ψ_0 = 1, so (G e_0)_α = E ψ_α and E g = θᵀ G e_0
+        eg = theta @ op(unit)[0]
+        fits[n] = (theta, info, {"ef": ef, "ef2": ef2, "eg": eg, "efg": (theta * b).sum(1), "eg2": (Gth * theta).sum(1)})
     total = time.perf_counter() - t0
-    for g in out.values():
-        g.fit_info["total_seconds"] = total
-    return out
+    return {n: ReducedPolynomialApproximant(n, pcs, theta, {**info, "total_seconds": total}, moments)
+            for n, (theta, info, moments) in fits.items()}
 
 
 def reduced_polynomial_approximant(model, mixture: GaussianMixture, components: int = 50, degree: int = 3,

@@ -85,14 +85,17 @@ def _hermite_sum(t: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class HermiteRidgeApproximant(FittedPolynomial):
     """g(x) = b2 + W2 u(x), u_i = Σ_{k≤n} coef[i, k] He_k(t_i) [+ r_i Σ_{k<n} gate_coef[i, k] He_k(t_i)],
     t = (x − mean) directionsᵀ, r = (x − mean) gateᵀ (GLU only). See the module docstring.
 
     ``degree`` n; ``directions`` [h, d]; ``coef`` [h, n+1]; ``gate`` [h, d] and ``gate_coef`` [h, n]
     (``None`` for an MLP); ``out_weight`` [o, h] = W2; ``out_bias`` [o] = b2; ``scale`` [h] = σ_i
-    (0 for dead directions); ``fit_info`` (method, degree, seconds, dead, rcond).
+    (0 for dead directions); ``fit_info`` (method, degree, seconds, dead, rcond). Frozen: no field can
+    be reassigned. :meth:`fvu` needs the source model and covariance, which a fit attaches and
+    :meth:`to` keeps; a state dict does not hold the model (:class:`~polyinterp.approx.evaluate.approximate.Approximation`
+    keeps the FVU's moments across a save and load).
     """
 
     degree: int
@@ -107,6 +110,9 @@ class HermiteRidgeApproximant(FittedPolynomial):
     fit_info: dict[str, Any] = field(default_factory=dict)
     _model: Any = field(default=None, repr=False, compare=False)
     _cov: torch.Tensor | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "fit_info", dict(self.fit_info))
 
     o = property(lambda self: self.out_weight.shape[0])
     d = property(lambda self: self.directions.shape[1])

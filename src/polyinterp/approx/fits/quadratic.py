@@ -109,10 +109,9 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     if mixture.K == 1:
         t0 = time.perf_counter()
         out = quadratic_gaussian(model, mixture.means[0], mixture.covs[0])
-        out.fit_info = {"method": "exact", "degree": 2, "solver": "closed_form", "iterations": 0,
+        return dataclasses.replace(out, fit_info={"method": "exact", "degree": 2, "solver": "closed_form", "iterations": 0,
                         "residual": 0.0, "tol": opts.tol, "converged": True, "K": 1,
-                        "seconds": time.perf_counter() - t0}
-        return out
+                        "seconds": time.perf_counter() - t0})
     return quadratic_mixture(model, mixture, tol=opts.tol, max_iter=opts.max_iter, warm_start=warm_start,
                              inner_dtype=opts.inner_dtype, rcond=opts.rcond, preconditioner=opts.preconditioner,
                              jd_sweeps=opts.jd_sweeps, plan=plan, warm_start_model=warm_start_model)

@@ -32,6 +32,7 @@ iterations; measurements in ``bench/README.md``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -173,7 +174,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     t_pcg = clock(Q) - t_start
     g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
     out = g.compose(W.P, -(W.P @ W.shift))
-    out.fit_info = {
+    return dataclasses.replace(out, fit_info={
         "method": "exact", "degree": 2, "iterations": it, "residual": float(rel.max()), "tol": tol,
         "converged": bool((rel <= tol).all()), "seconds": time.perf_counter() - t0, "start": start,
         "inner_dtype": str(resolved).replace("torch.", ""), "rank": W.rank, "K": mixture.K,
@@ -191,5 +192,4 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
                             "iterations": t_pcg - extra["start_seconds"] - extra["true_residual_seconds"],
                             "true_residuals": extra["true_residual_seconds"]},
         "residual_history": [h for h in extra["history"] if math.isfinite(h)],
-    }
-    return out
+    })

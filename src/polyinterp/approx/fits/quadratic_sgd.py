@@ -80,10 +80,8 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
         opt.eval()  # the schedule-free averaged iterate
     with torch.no_grad():
         G = 0.5 * (P + P.transpose(1, 2))
-        out = Approximant(alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype),
-                          G.detach().to(mixture.dtype), {})
-    out.fit_info = {"method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch,
-                    "lr": lr, "init": init, "optimizer": optimizer,
-                    **({"momentum": momentum} if optimizer == "sgd_schedulefree" else {}), "seconds": time.perf_counter() - t0,
-                    "final_batch_mse": losses[-1] if losses else float("nan")}
-    return out
+        coefficients = (alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype), G.detach().to(mixture.dtype))
+    return Approximant(*coefficients, {
+        "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
+        "init": init, "optimizer": optimizer, **({"momentum": momentum} if optimizer == "sgd_schedulefree" else {}),
+        "seconds": time.perf_counter() - t0, "final_batch_mse": losses[-1] if losses else float("nan")})
