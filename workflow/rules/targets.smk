@@ -13,67 +13,20 @@ if config["mnist"]["approx"]["degrees"]:
 ALL_TARGETS.extend(MNIST_FIGURES)
 
 
-rule fig1:
-    localrule: True
-    input:
-        model_figure_files("fig1"),
-        RUN_CONFIG,
+# One named target per figure: its files (every model's for a per-model figure) and the run's config record.
+FIGURE_TARGETS = {
+    **{name: model_figure_files(name) for name in ("fig1", "fig4", "fig5", "fig6")},
+    **{name: figure_files(name) for name in ("fig2", "fig3", "fig_fits", "fig_degrees", "fig_models")},
+}
+for _name, _files in FIGURE_TARGETS.items():
 
-
-rule fig2:
-    localrule: True
-    input:
-        figure_files("fig2"),
-        RUN_CONFIG,
-
-
-rule fig3:
-    localrule: True
-    input:
-        figure_files("fig3"),
-        RUN_CONFIG,
-
-
-rule fig4:
-    localrule: True
-    input:
-        model_figure_files("fig4"),
-        RUN_CONFIG,
-
-
-rule fig5:
-    localrule: True
-    input:
-        model_figure_files("fig5"),
-        RUN_CONFIG,
-
-
-rule fig6:
-    localrule: True
-    input:
-        model_figure_files("fig6"),
-        RUN_CONFIG,
-
-
-rule fig_fits:
-    localrule: True
-    input:
-        figure_files("fig_fits"),
-        RUN_CONFIG,
-
-
-rule fig_degrees:
-    localrule: True
-    input:
-        figure_files("fig_degrees"),
-        RUN_CONFIG,
-
-
-rule fig_models:
-    localrule: True
-    input:
-        figure_files("fig_models"),
-        RUN_CONFIG,
+    rule:
+        name:
+            _name
+        localrule: True
+        input:
+            _files,
+            RUN_CONFIG,
 
 
 CUBIC_TABLES = [
@@ -105,86 +58,26 @@ if config["cubic"]["grid"]["enabled"]:
 ALL_TARGETS.extend(CUBIC_TABLES + CUBIC_FIGURES)
 
 
-rule cubic_fit:
-    localrule: True
-    input:
-        figure_files("cubic_fit"),
-        RUN_CONFIG,
+# One named target per cubic figure: the figure, the tables it is the face of, the run's config record.
+CUBIC_FIGURE_TARGETS = {
+    **{name: [] for name in ("cubic_fit", "cubic_landmarks", "cubic_bands", "cubic_slopes", "cubic_clamp",
+                             "cubic_thresholds")},
+    "cubic_joint_clamp": expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
+    "cubic_layers": [rules.cubic_layers_summary.output.table],
+    "cubic_training": [rules.cubic_training_summary.output.table],
+    "cubic_capacity": [rules.cubic_capacity_summary.output.table],
+    "cubic_grid": list(rules.cubic_grid_summary.output),
+}
+for _name, _tables in CUBIC_FIGURE_TARGETS.items():
 
-
-rule cubic_landmarks:
-    localrule: True
-    input:
-        figure_files("cubic_landmarks"),
-        RUN_CONFIG,
-
-
-rule cubic_bands:
-    localrule: True
-    input:
-        figure_files("cubic_bands"),
-        RUN_CONFIG,
-
-
-rule cubic_slopes:
-    localrule: True
-    input:
-        figure_files("cubic_slopes"),
-        RUN_CONFIG,
-
-
-rule cubic_clamp:
-    localrule: True
-    input:
-        figure_files("cubic_clamp"),
-        RUN_CONFIG,
-
-
-rule cubic_joint_clamp:
-    localrule: True
-    input:
-        figure_files("cubic_joint_clamp"),
-        expand(rules.cubic_joint_clamping.output.fits, seed=SEEDS),
-        RUN_CONFIG,
-
-
-rule cubic_thresholds:
-    localrule: True
-    input:
-        figure_files("cubic_thresholds"),
-        RUN_CONFIG,
-
-
-rule cubic_layers:
-    localrule: True
-    input:
-        figure_files("cubic_layers"),
-        rules.cubic_layers_summary.output.table,
-        RUN_CONFIG,
-
-
-rule cubic_training:
-    localrule: True
-    input:
-        figure_files("cubic_training"),
-        rules.cubic_training_summary.output.table,
-        RUN_CONFIG,
-
-
-rule cubic_capacity:
-    localrule: True
-    input:
-        figure_files("cubic_capacity"),
-        rules.cubic_capacity_summary.output.table,
-        RUN_CONFIG,
-
-
-rule cubic_grid:
-    localrule: True
-    input:
-        figure_files("cubic_grid"),
-        rules.cubic_grid_summary.output,
-        RUN_CONFIG,
+    rule:
+        name:
+            _name
+        localrule: True
+        input:
+            figure_files(_name),
+            _tables,
+            RUN_CONFIG,
 
 
 rule cubic:
