@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polyinterp.cubic.views.grid import grid_points, point_params
+from polyinterp.cubic.views.grid import check_widths, grid_points
 from polyinterp.cubic.views.regressor_views import capacity_variants, layer_saes, training_steps
 from polyinterp.errors import ConfigError
 from polyinterp.mnist.train import RECIPE_DEFAULTS
@@ -109,6 +109,31 @@ def run_label(train: dict) -> str:
     recipe = {"schedulefree_adamw": "schedule-free AdamW", "adamw": "AdamW"}.get(train["optimizer"], train["optimizer"])
     last = train["checkpoints"]["last_pow"]
     return f"{recipe}, lr {train['lr']:g}, batch {train['batch_size']}, to step 2^{last}"
+
+
+def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
+    """The params of grid point (ia, ib) of ``cubic.grid`` (:func:`polyinterp.cubic.views.grid.grid_point_step`):
+    its (a, b), the x
+    range, ``cubic.grid``'s network, training, activations and SAE size (the rest of the SAE's
+    settings from ``cubic.sae``, its R² target aside), checked."""
+    grid = cubic_cfg["grid"]
+    points = {(p["ia"], p["ib"]): p for p in grid_points(grid, cubic_cfg["task"]["ranges"])}
+    ia, ib = int(ia), int(ib)
+    if (ia, ib) not in points:
+        raise ConfigError(f"results/cubic/seed{seed}/grid/a{ia}_b{ib}/ is not a point of the (a, b) grid: config keys "
+                          f"'cubic.grid.a_points' ({grid['a_points']}) and 'cubic.grid.b_points' ({grid['b_points']}) "
+                          f"give a0 … a{grid['a_points'] - 1} and b0 … b{grid['b_points'] - 1}.")
+    sae = {**{k: v for k, v in cubic_cfg["sae"].items() if k != "r2_target"}, **grid["sae"]}
+    if not 1 <= int(sae["k"]) <= int(sae["latents"]):
+        raise ConfigError(f"config key 'cubic.grid.sae.k' ({sae['k']}) must be between 1 and cubic.grid.sae.latents "
+                          f"({sae['latents']}).")
+    if int(sae["batch_size"]) > int(grid["activations"]["n_train"]):
+        raise ConfigError(f"config key 'cubic.grid.activations.n_train' ({grid['activations']['n_train']}) is below "
+                          f"cubic.sae.batch_size ({sae['batch_size']}), the grid SAEs' batch; raise it.")
+    p = points[(ia, ib)]
+    return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
+            "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
+            "sae": sae, "seed": int(seed), "device": device}
 
 
 def check_figure_steps(requested: list, attacked: list[int]) -> None:

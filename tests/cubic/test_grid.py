@@ -13,7 +13,8 @@ import torch
 
 from polyinterp.config import load_yaml
 from polyinterp.cubic.views.grid import (grid_point_step, grid_points, grid_seed_step, grid_summary_step, grid_values,
-                                         line_rel_mse, point_params, summarize_network, train_single)
+                                         line_rel_mse, summarize_network, train_single)
+from polyinterp.rules import point_params
 from polyinterp.rules import point_files, seed_params, summary_params
 from polyinterp.cubic.regressor.model import CubicMLP, build_model, load_model
 from polyinterp.cubic.sae.probe import grid_inputs, latent_activations

@@ -11,9 +11,8 @@
 # step S (cubic.training) and capacity_{name} for the last hidden layer of another regressor, variant
 # name of cubic.capacity.variants (rule cubic_capacity_train). The activations file records its layer
 # and the SAE file in turn, so later steps read it from their inputs.
-from polyinterp.rules import point_files, seed_params, summary_params
-from polyinterp.cubic.views.grid import check_widths
-from polyinterp.rules import CAPACITY_NAME, VIEW_PATTERN, CubicViews, study_seeds
+from polyinterp.rules import (CAPACITY_NAME, VIEW_PATTERN, CubicViews, check_widths, point_files, seed_params,
+                              study_seeds, summary_params)
 
 CUBIC = "results/cubic/seed{seed}"
 VIEW = f"{CUBIC}{{view}}"

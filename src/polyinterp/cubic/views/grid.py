@@ -107,7 +107,8 @@ def train_single(a: float, b: float, x_range, widths, tp: dict, seed: int, devic
 
 
 def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None:
-    """Rule ``cubic_grid_point``: for ``params["a"]``, ``params["b"]``, train the single-polynomial
+    """One point of the grid (called by rule ``cubic_grid_seed`` for each): for ``params["a"]``,
+    ``params["b"]``, train the single-polynomial
     network (``widths``, ``train``, on ``x_range``), then a TopK SAE (``sae``) on its last hidden layer
     at ``activations.n_train`` fresh x (scored on ``n_heldout`` more); write ``model``, ``sae`` and a
     one-row ``metrics`` table."""
@@ -266,28 +267,3 @@ def grid_summary_step(*, model: list[str], sae: list[str], metrics: list[str], j
                      r["landmark_enrichment"], rel)
     save_parquet(pd.concat(per_latent, ignore_index=True), latents)
     save_parquet(pd.DataFrame(per_net), table)
-
-
-# ---------------------------------------------------------------------------- the workflow's side
-def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
-    """Rule cubic_grid_point's params for grid point (ia, ib) of ``cubic.grid``: its (a, b), the x
-    range, ``cubic.grid``'s network, training, activations and SAE size (the rest of the SAE's
-    settings from ``cubic.sae``, its R² target aside), checked."""
-    grid = cubic_cfg["grid"]
-    points = {(p["ia"], p["ib"]): p for p in grid_points(grid, cubic_cfg["task"]["ranges"])}
-    ia, ib = int(ia), int(ib)
-    if (ia, ib) not in points:
-        raise ConfigError(f"results/cubic/seed{seed}/grid/a{ia}_b{ib}/ is not a point of the (a, b) grid: config keys "
-                          f"'cubic.grid.a_points' ({grid['a_points']}) and 'cubic.grid.b_points' ({grid['b_points']}) "
-                          f"give a0 … a{grid['a_points'] - 1} and b0 … b{grid['b_points'] - 1}.")
-    sae = {**{k: v for k, v in cubic_cfg["sae"].items() if k != "r2_target"}, **grid["sae"]}
-    if not 1 <= int(sae["k"]) <= int(sae["latents"]):
-        raise ConfigError(f"config key 'cubic.grid.sae.k' ({sae['k']}) must be between 1 and cubic.grid.sae.latents "
-                          f"({sae['latents']}).")
-    if int(sae["batch_size"]) > int(grid["activations"]["n_train"]):
-        raise ConfigError(f"config key 'cubic.grid.activations.n_train' ({grid['activations']['n_train']}) is below "
-                          f"cubic.sae.batch_size ({sae['batch_size']}), the grid SAEs' batch; raise it.")
-    p = points[(ia, ib)]
-    return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
-            "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
-            "sae": sae, "seed": int(seed), "device": device}
