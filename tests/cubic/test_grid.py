@@ -187,7 +187,7 @@ def test_grid_summary_scores_both_networks_by_independent_routes(tmp_path):
     save_torch({"state": joint.state_dict(), "widths": list(joint.widths)}, tmp_path / "joint.pt")
     jsae = TopKSAE(6, 10, 3)
     jsae.init_weights(generator(0, 0))
-    save_torch({**jsae.state(), "seed": 0}, tmp_path / "joint_sae.pt")
+    save_torch({**jsae.state(), "seed": 0, "layer": 2}, tmp_path / "joint_sae.pt")  # the last hidden layer
     params = summary_params(cfg, [0], "cpu")
     out = {"table": str(tmp_path / "grid.parquet"), "latents": str(tmp_path / "grid_latents.parquet")}
     grid_summary_step(model=[f["model"] for f in files], sae=[f["sae"] for f in files],

@@ -33,8 +33,8 @@ def synthetic_mnist(n_train=2000, n_test=400, seed=0):
     return MNIST(a, b, c, d, source="synthetic")
 
 
-PARAMS = dict(hidden=16, lr=0.01, warmup_steps=20, batch_size=64, weight_decay=0.1,
-              preprocess=dict(pool=4, center=False), device="cpu")
+PARAMS = dict(model="mlp_relu", arch="mlp", activation="relu", hidden=16, lr=0.01, warmup_steps=20, batch_size=64,
+              weight_decay=0.1, preprocess=dict(pool=4, center=False), device="cpu")
 # the authors' recipe, shrunk: plain AdamW, warm-up, cosine annealing stepped once per epoch
 ADAMW = {**PARAMS, "optimizer": "adamw", "lr": 0.003, "warmup_steps": 4, "batch_size": 32,
          "schedule": "cosine_per_epoch", "cosine_epochs": 3}
