@@ -85,7 +85,7 @@ def test_fig_models_draws_the_last_checkpoint_of_each_model(two_models, tmp_path
 
     work, _ = two_models
     metrics = work / "results/mnist/metrics.parquet"
-    rows = models_figure(metrics=str(metrics), out=[str(tmp_path / "m.png")])
+    rows = models_figure(metrics=str(metrics), out=[str(tmp_path / "m.png")], params={"run": "smoke"})
     df = pd.read_parquet(metrics)
     last = df.step.max()
     for r in rows:
