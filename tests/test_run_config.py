@@ -72,7 +72,7 @@ def test_a_report_under_another_config_is_refused_and_a_run_warns(tmp_path):
 
 
 def test_config_files_are_recorded_relative_to_the_repository(tmp_path):
-    from polyinterp.rules import repository_relative
+    from polyinterp.run_config import repository_relative
 
     repo = tmp_path / "clone"
     (repo / "workflow" / "configs").mkdir(parents=True)

@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 
 from polyinterp.errors import DataError
+from polyinterp.run_config import repository_relative
 from polyinterp.run_log import RunLog, parse_run_log
 
 MAX_TABLE_BYTES = 4 * 2**20
@@ -144,7 +145,7 @@ def _utc(stamp: dt.datetime) -> str:
 
 def run_record(run: Path, log_path: Path, log: RunLog, commit: str, left_out: list[str]) -> dict:
     record = yaml.safe_load((run / "results" / "run_config.yaml").read_text())
-    files = record.get("configfiles", [])
+    files = repository_relative(record.get("configfiles", []), run)  # never the machine's path of the clone
     machine = record.get("machine", {})
     return {
         "commit": commit,

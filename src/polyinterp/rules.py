@@ -6,8 +6,6 @@ the steps never import this module."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from polyinterp.cubic.views.grid import check_widths, grid_points
 from polyinterp.cubic.views.regressor_views import capacity_variants, layer_saes, training_steps
 from polyinterp.errors import ConfigError
@@ -320,15 +318,3 @@ def point_files(pattern: str, cubic_cfg: dict, seeds) -> list[str]:
     """``pattern`` (with {seed}, {ia}, {ib}) for every seed × grid point, seed-major: the order of the rows."""
     points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
     return [str(pattern).format(seed=s, ia=p["ia"], ib=p["ib"]) for s in seeds for p in points]
-
-
-# ------------------------------------------------------------------------------------------ run record
-def repository_relative(paths, root) -> list[str]:
-    """``paths`` as the run record keeps them: relative to the repository ``root`` where they lie inside
-    it (a published run must not carry the path of the machine's clone), else absolute."""
-    root = Path(root).resolve()
-    out = []
-    for p in paths:
-        full = Path(p).resolve()
-        out.append(str(full.relative_to(root)) if full.is_relative_to(root) else str(full))
-    return out

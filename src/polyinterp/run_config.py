@@ -120,3 +120,14 @@ def refuse_foreign_report(message: str, record_files: str) -> ConfigError:
         f"were made with ({made_with}), or rebuild the results under this one first "
         f"(snakemake --cores 2 ... with the same --configfile); to package them anyway, delete {RUN_CONFIG}."
     )
+
+
+def repository_relative(paths, root) -> list[str]:
+    """``paths`` as the run record keeps them: relative to the repository ``root`` where they lie inside
+    it (a published run must not carry the path of the machine's clone), else absolute."""
+    root = Path(root).resolve()
+    out = []
+    for p in paths:
+        full = Path(p).resolve()
+        out.append(str(full.relative_to(root)) if full.is_relative_to(root) else str(full))
+    return out

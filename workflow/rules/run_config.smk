@@ -3,8 +3,8 @@
 from snakemake.logging import logger
 
 from polyinterp.config import config_hash
-from polyinterp.rules import repository_relative
-from polyinterp.run_config import RUN_CONFIG, config_mismatch, read_run_config, refuse_foreign_report
+from polyinterp.run_config import (RUN_CONFIG, config_mismatch, read_run_config, refuse_foreign_report,
+                                   repository_relative)
 
 # the --configfile overlays on config.yaml, relative to the repository where they lie in it
 _CONFIGFILES = repository_relative(workflow.overwrite_configfiles, workflow.basedir)
