@@ -19,21 +19,27 @@ def _value(row) -> str:
     return f"{row.ours_mean:.4g}"
 
 
-def cause_text(row, family: pd.DataFrame, scope: str = "in this run") -> str:
-    """Why ``row`` (verdict differs) differs, from the other rows of its ``family``: the conditions under
-    which the claim is reproduced (with their values), or that it holds under none measured ``scope``
-    and the closest condition by the criterion's distance (:class:`~polyinterp.scorecard.claim.Within`)."""
-    holds = family[family.verdict == "reproduced"]
-    if len(holds):
-        return "reproduced " + "; ".join(f"at {condition_label(r)} ({_value(r)})" for r in holds.itertuples()) + \
+def holding_or_closest(rows: list) -> tuple[list, object | None]:
+    """Of scorecard rows of one claim (each under its own condition), those reproduced; and, when none
+    is, the one closest to holding by the criterion's distance (:class:`~polyinterp.scorecard.claim.Within`;
+    None when no row has a finite distance). The first of equals wins."""
+    good = [r for r in rows if r.verdict == "reproduced"]
+    ranked = [r for r in rows if isinstance(r.distance, float) and math.isfinite(r.distance)]
+    return good, (None if good or not ranked else min(ranked, key=lambda r: r.distance))
+
+
+def cause_text(row, family: pd.DataFrame) -> str:
+    """Why ``row`` (verdict differs) differs, from the rows of its ``family`` in this run: the conditions
+    under which the claim is reproduced (with their values), or that it holds under none and the closest
+    (:func:`holding_or_closest`)."""
+    good, best = holding_or_closest(list(family.itertuples()))
+    if good:
+        return "reproduced " + "; ".join(f"at {condition_label(r)} ({_value(r)})" for r in good) + \
             f", not at {condition_label(row)}"
-    ranked = family[family.verdict == "differs"]
-    ranked = ranked[ranked.distance.map(lambda d: isinstance(d, float) and math.isfinite(d))]
-    if len(family) == 1 or not len(ranked):
-        return f"differs under the one condition measured {scope} ({condition_label(row)})"
-    best = ranked.sort_values("distance", kind="stable").iloc[0]
+    if len(family) == 1 or best is None:
+        return f"differs under the one condition measured in this run ({condition_label(row)})"
     closest = "this one" if best.claim == row.claim else f"{condition_label(best)} ({_value(best)})"
-    return f"holds under none of the {len(family)} conditions measured {scope}; closest: {closest}"
+    return f"holds under none of the {len(family)} conditions measured in this run; closest: {closest}"
 
 
 def add_causes(table: pd.DataFrame) -> pd.DataFrame:

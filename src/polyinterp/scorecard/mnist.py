@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from polyinterp.mnist.attack.bases import basis_model_name, present_bases
-from polyinterp.mnist.attack.checkpoints import accuracy_level_step
+from polyinterp.mnist.attack.checkpoints import FigureStep, accuracy_level_step
 from polyinterp.mnist.early_fvu import PAPER_EARLY_LINEAR_FVU, candidate_causes, closeness
 from polyinterp.scorecard.claim import Claim, Within
 from polyinterp.scorecard.degrees import degree_claims
@@ -59,13 +59,13 @@ def _has_early_dip(curve: pd.Series, drop: float = 0.2) -> bool:
 PAPER_ATTACK_STEP = 2 ** 16  # the authors' attack figure reads a checkpoint near 2^16 steps of their training
 
 
-def attack_steps(ablation: pd.DataFrame, accuracy_level: float) -> list[tuple[int, str, str]]:
+def attack_steps(ablation: pd.DataFrame, accuracy_level: float, chosen: FigureStep) -> list[tuple[int, str, str]]:
     """The checkpoints the attack claims are read at, each as (step, short tag, condition): (a) the first
     attacked checkpoint whose clean test accuracy reaches ``accuracy_level`` (the paper attacks a
     network at ≈ 0.96; :mod:`polyinterp.mnist.attack.checkpoints`), (b) step 2^16 (the authors'
     figure) where it is attacked, (c) the last attacked checkpoint. A step may serve two of them: it is
-    then read under each (the conditions are roles, so that runs of other recipes line up)."""
-    chosen = accuracy_level_step(ablation, accuracy_level)
+    then read under each (the conditions are roles, so that runs of other recipes line up). ``chosen``:
+    :func:`~polyinterp.mnist.attack.checkpoints.accuracy_level_step` of the table."""
     steps = sorted(int(s) for s in ablation.step.unique())
     reached = chosen.label.startswith("first")
     picks = [(chosen.step, f"at accuracy {accuracy_level:g}" if reached else "at the most accurate checkpoint",
@@ -94,7 +94,7 @@ def attack_claims(ablation: pd.DataFrame, accuracy_level: float) -> list[Claim]:
     svd_all = ablation[ablation.directions == "svd"]
     chosen = accuracy_level_step(ablation, accuracy_level)
     out = []
-    for step, short, condition in attack_steps(ablation, accuracy_level):
+    for step, short, condition in attack_steps(ablation, accuracy_level, chosen):
         svd = svd_all[svd_all.step == step]
         for basis in present_bases(svd.basis):
             at = svd[svd.basis == basis].pivot_table(index="k", columns=["predictor", "seed"], values="accuracy")

@@ -12,6 +12,8 @@ import math
 
 import pandas as pd
 
+from polyinterp.scorecard.causes import holding_or_closest
+
 RECIPES = {"schedulefree_adamw": "the paper's text recipe", "adamw": "the authors' code's recipe"}
 
 
@@ -60,17 +62,15 @@ def _where(label: str, condition: str) -> str:
 
 
 def holds(measured: list[tuple[str, str, object]]) -> str:
-    """Under which measured (run, condition) the claim is reproduced; when under none, the closest by
-    the criterion's distance (the scorecard's ``distance`` column)."""
-    good = [(label, c, r) for label, c, r in measured if r.verdict == "reproduced"]
+    """Under which measured (run, condition) the claim is reproduced; when under none, the closest
+    (:func:`~polyinterp.scorecard.causes.holding_or_closest`)."""
+    where = {id(r): _where(label, c) for label, c, r in measured}
+    good, best = holding_or_closest([r for _, _, r in measured])
     if good:
-        return "reproduced under " + "; ".join(f"{_where(label, c)} ({r.ours_mean:.4g})" for label, c, r in good)
-    ranked = [(r.distance, label, c, r) for label, c, r in measured
-              if isinstance(r.distance, float) and math.isfinite(r.distance)]
-    if not ranked:
+        return "reproduced under " + "; ".join(f"{where[id(r)]} ({r.ours_mean:.4g})" for r in good)
+    if best is None:
         return "holds under no measured condition"
-    _, label, c, r = min(ranked, key=lambda x: x[0])
-    return f"holds under no measured condition; closest: {_where(label, c)} ({r.ours_mean:.4g})"
+    return f"holds under no measured condition; closest: {where[id(best)]} ({best.ours_mean:.4g})"
 
 
 def why_markdown(table: pd.DataFrame, title: str, note: str = "") -> str:
