@@ -111,9 +111,8 @@ def run_label(train: dict) -> str:
 
 def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
     """The params of grid point (ia, ib) of ``cubic.grid`` (:func:`polyinterp.cubic.views.grid.grid_point_step`):
-    its (a, b), the x
-    range, ``cubic.grid``'s network, training, activations and SAE size (the rest of the SAE's
-    settings from ``cubic.sae``, its R² target aside), checked."""
+    its (a, b), the x range, ``cubic.grid``'s network, training, activations and SAE size (the rest of
+    the SAE's settings from ``cubic.sae``, its R² target aside), checked."""
     grid = cubic_cfg["grid"]
     points = {(p["ia"], p["ib"]): p for p in grid_points(grid, cubic_cfg["task"]["ranges"])}
     ia, ib = int(ia), int(ib)
