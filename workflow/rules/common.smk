@@ -133,10 +133,23 @@ RUN_LABEL = run_label(config["mnist"]["train"])  # the training config, in the M
 DEVICE = config["device"]
 
 
-# The shell command of every step: `params: step=step_params("<rule>", lambda wc: {...the keys the step
-# reads...}), files=step_files`; the rule names its step (its own name) once, in step_params, and
-# tests/test_dag.py checks that every job's command runs the step of its own rule.
+# Every step rule ends in the same directives; what differs from rule to rule is an argument:
+#     params: **step_args("<rule>", lambda wc: {...the config keys the step reads...})
+#     log: log_path("<name>")
+#     benchmark: bench_path("<name>")
+#     resources: **TABLE_JOB                 (or the rule's own mem_mb and runtime, below)
+#     conda: CONDA_ENV
+#     shell: STEP
+# The rule names its step (its own name) once, in step_args, and tests/test_dag.py checks that every
+# job's command runs the step of its own rule.
 STEP = "polyinterp {params.step} {params.files} --threads {threads} > {log:q} 2>&1"
+
+
+def step_args(rule, params=None):
+    """The params of STEP, for ``params: **step_args("<rule>", lambda wc: {...})``: ``step``, the step's
+    name with its ``--params JSON`` (polyinterp.cli.step_params: an unknown step fails at parse time),
+    and ``files``, the rule's named inputs and outputs as ``--key PATH`` (polyinterp.cli.step_files)."""
+    return {"step": step_params(rule, params), "files": step_files}
 
 
 def log_path(name):
@@ -145,3 +158,12 @@ def log_path(name):
 
 def bench_path(name):
     return f"results/benchmarks/{name}.tsv"
+
+
+# Resources (mem_mb, runtime in minutes) shared by the rules whose measured needs are alike; a rule
+# with needs of its own declares them itself, as every rule that asks for a GPU does (`gpu=1`, which
+# tests/cluster matches against the SLURM profile's set-resources). They stay in the rules: the default
+# profile's default-resources would replace the SLURM profile's key by key.
+TABLE_JOB = {"mem_mb": 1000, "runtime": 5}  # a summary table (and its Markdown) from other tables
+MNIST_FIGURE_JOB = {"mem_mb": 2000, "runtime": 10}
+CUBIC_FIGURE_JOB = {"mem_mb": 1500, "runtime": 5}
