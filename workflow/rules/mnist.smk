@@ -5,20 +5,14 @@
 rule mnist_data:
     output:
         data="results/data/mnist.npz",
-    params:
-        step=step_params("mnist_data", lambda wc: config["mnist"]["data"]),
-        files=step_files,
-    log:
-        log_path("mnist/data"),
-    benchmark:
-        bench_path("mnist/data")
+    params: **step_args("mnist_data", lambda wc: config["mnist"]["data"])
+    log: log_path("mnist/data")
+    benchmark: bench_path("mnist/data")
     resources:
         mem_mb=2000,
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_mixture:
@@ -26,21 +20,15 @@ rule mnist_mixture:
         data=rules.mnist_data.output.data,
     output:
         mixture="results/mnist/mixture.pt",
-    params:
-        step=step_params("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")}),
-        files=step_files,
-    log:
-        log_path("mnist/mixture"),
-    benchmark:
-        bench_path("mnist/mixture")
+    params: **step_args("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")})
+    log: log_path("mnist/mixture")
+    benchmark: bench_path("mnist/mixture")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_solver_plan:
@@ -49,29 +37,22 @@ rule mnist_solver_plan:
     output:
         plan="results/mnist/solver_plan.pt",
     params:
-        step=step_params("mnist_solver_plan",
-            lambda wc: {
-                # only the keys of the chosen basis, so that the other's keys do not rebuild the plan
-                **{k: config["mnist"]["approx"][k] for k in ("jd_basis", "deflation_steps", "coarse_ritz", "coarse_rank")
-                   + {"newton": ("jd_newton_iterations",), "jacobi": ("jd_sweeps", "jd_logdet_sweeps"),
-                      "identity": ()}[config["mnist"]["approx"]["jd_basis"]]},
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/solver_plan"),
-    benchmark:
-        bench_path("mnist/solver_plan")
+        **step_args("mnist_solver_plan", lambda wc: {
+            # only the keys of the chosen basis, so that the other's keys do not rebuild the plan
+            **{k: config["mnist"]["approx"][k] for k in ("jd_basis", "deflation_steps", "coarse_ritz", "coarse_rank")
+               + {"newton": ("jd_newton_iterations",), "jacobi": ("jd_sweeps", "jd_logdet_sweeps"),
+                  "identity": ()}[config["mnist"]["approx"]["jd_basis"]]},
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/solver_plan")
+    benchmark: bench_path("mnist/solver_plan")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=30,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_train:
@@ -80,30 +61,23 @@ rule mnist_train:
     output:
         ckpt=[mnist_ckpt(step=s) for s in MNIST_STEPS],
     params:
-        step=step_params("mnist_train",
-            lambda wc: {
-                **train_params(MODELS[wc.model].train),
-                **MODELS[wc.model].arch_params(),
-                "preprocess": config["mnist"]["preprocess"],
-                "seed": int(wc.seed),
-                "steps": MNIST_STEPS,
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/train_seed{seed}"),
-    benchmark:
-        bench_path("mnist/{model}/train_seed{seed}")
+        **step_args("mnist_train", lambda wc: {
+            **train_params(MODELS[wc.model].train),
+            **MODELS[wc.model].arch_params(),
+            "preprocess": config["mnist"]["preprocess"],
+            "seed": int(wc.seed),
+            "steps": MNIST_STEPS,
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/{model}/train_seed{seed}")
+    benchmark: bench_path("mnist/{model}/train_seed{seed}")
     threads: 1  # a 784-256-10 step at batch 64 is compute-bound on one core; one seed trains beside other jobs
     resources:
         mem_mb=4000,
         runtime=240,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_approximants:
@@ -115,27 +89,20 @@ rule mnist_approximants:
     output:
         approx=mnist_approx(),
     params:
-        step=step_params("mnist_approximants",
-            lambda wc: {
-                **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "fits")},
-                "sgd": sgd_settings(config["mnist"]["approx"]["sgd"], int(wc.step), SGD_STEPS),
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/approx_seed{seed}_step{step}"),
-    benchmark:
-        bench_path("mnist/{model}/approx_seed{seed}_step{step}")
+        **step_args("mnist_approximants", lambda wc: {
+            **{k: config["mnist"]["approx"][k] for k in ("tol", "max_iter", "inner_dtype", "fits")},
+            "sgd": sgd_settings(config["mnist"]["approx"]["sgd"], int(wc.step), SGD_STEPS),
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/{model}/approx_seed{seed}_step{step}")
+    benchmark: bench_path("mnist/{model}/approx_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=6000,
         runtime=30,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_degree_approximants:
@@ -148,28 +115,21 @@ rule mnist_degree_approximants:
         approx=mnist_degree_approx(),
         metrics=mnist_file("degrees/metrics_step{step}.parquet"),
     params:
-        step=step_params("mnist_degree_approximants",
-            lambda wc: {
-                **{k: v for k, v in config["mnist"]["approx"]["cubic"].items() if k != "checkpoints"},
-                "degrees": config["mnist"]["approx"]["degrees"],
-                "mixture_samples": config["mnist"]["metrics"]["mixture_samples"],
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/degrees_seed{seed}_step{step}"),
-    benchmark:
-        bench_path("mnist/{model}/degrees_seed{seed}_step{step}")
+        **step_args("mnist_degree_approximants", lambda wc: {
+            **{k: v for k, v in config["mnist"]["approx"]["cubic"].items() if k != "checkpoints"},
+            "degrees": config["mnist"]["approx"]["degrees"],
+            "mixture_samples": config["mnist"]["metrics"]["mixture_samples"],
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/{model}/degrees_seed{seed}_step{step}")
+    benchmark: bench_path("mnist/{model}/degrees_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=8000,
         runtime=60,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_metrics:
@@ -180,22 +140,16 @@ rule mnist_metrics:
         data=rules.mnist_data.output.data,
     output:
         metrics=mnist_file("metrics/step{step}.parquet"),
-    params:
-        step=step_params("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE}),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/metrics_seed{seed}_step{step}"),
-    benchmark:
-        bench_path("mnist/{model}/metrics_seed{seed}_step{step}")
+    params: **step_args("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE})
+    log: log_path("mnist/{model}/metrics_seed{seed}_step{step}")
+    benchmark: bench_path("mnist/{model}/metrics_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=8000,
         runtime=30,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_metrics_all:
@@ -205,20 +159,14 @@ rule mnist_metrics_all:
                  step=DEGREE_STEPS),
     output:
         metrics="results/mnist/metrics.parquet",
-    params:
-        step=step_params("mnist_metrics_all"),
-        files=step_files,
-    log:
-        log_path("mnist/metrics_all"),
-    benchmark:
-        bench_path("mnist/metrics_all")
+    params: **step_args("mnist_metrics_all")
+    log: log_path("mnist/metrics_all")
+    benchmark: bench_path("mnist/metrics_all")
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_degree_summary:
@@ -227,20 +175,12 @@ rule mnist_degree_summary:
     output:
         table="results/mnist/fvu_by_degree.parquet",
         markdown=report("results/mnist/fvu_by_degree.md", caption="../report/fvu_by_degree.rst", category="Tables"),
-    params:
-        step=step_params("mnist_degree_summary"),
-        files=step_files,
-    log:
-        log_path("mnist/degree_summary"),
-    benchmark:
-        bench_path("mnist/degree_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("mnist_degree_summary")
+    log: log_path("mnist/degree_summary")
+    benchmark: bench_path("mnist/degree_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 if DEGREE_STEPS:  # the higher-degree fits are in the run
@@ -256,25 +196,18 @@ rule mnist_svd_ablation:
     output:
         table=mnist_file("ablation/step{step}.parquet"),
     params:
-        step=step_params("mnist_svd_ablation",
-            lambda wc: {
-                **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "random_draws")},
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/svd_ablation_seed{seed}_step{step}"),
-    benchmark:
-        bench_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
+        **step_args("mnist_svd_ablation", lambda wc: {
+            **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "random_draws")},
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
+    benchmark: bench_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_svd_ablation_all:
@@ -288,25 +221,18 @@ rule mnist_svd_ablation_all:
         table="results/mnist/{model}/svd_ablation.parquet",
         examples="results/mnist/{model}/svd_ablation_examples.pt",
     params:
-        step=step_params("mnist_svd_ablation_all",
-            lambda wc: {
-                **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "figure_steps", "accuracy_level")},
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/svd_ablation_all"),
-    benchmark:
-        bench_path("mnist/{model}/svd_ablation_all")
+        **step_args("mnist_svd_ablation_all", lambda wc: {
+            **{k: config["mnist"]["ablation"][k] for k in ("bases", "k_max", "figure_steps", "accuracy_level")},
+            "device": DEVICE,
+        }),
+    log: log_path("mnist/{model}/svd_ablation_all")
+    benchmark: bench_path("mnist/{model}/svd_ablation_all")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_attack_summary:
@@ -315,20 +241,12 @@ rule mnist_attack_summary:
     output:
         summary="results/mnist/attack_strength.parquet",
         markdown=report("results/mnist/attack_strength.md", caption="../report/attack_strength.rst", category="Tables"),
-    params:
-        step=step_params("mnist_attack_summary"),
-        files=step_files,
-    log:
-        log_path("mnist/attack_summary"),
-    benchmark:
-        bench_path("mnist/attack_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("mnist_attack_summary")
+    log: log_path("mnist/attack_summary")
+    benchmark: bench_path("mnist/attack_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 ALL_TARGETS.extend(rules.mnist_attack_summary.output)
@@ -342,21 +260,15 @@ rule mnist_early_fvu:
         data=rules.mnist_data.output.data,
     output:
         table=mnist_file("early_fvu.parquet"),
-    params:
-        step=step_params("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE}),
-        files=step_files,
-    log:
-        log_path("mnist/{model}/early_fvu_seed{seed}"),
-    benchmark:
-        bench_path("mnist/{model}/early_fvu_seed{seed}")
+    params: **step_args("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE})
+    log: log_path("mnist/{model}/early_fvu_seed{seed}")
+    benchmark: bench_path("mnist/{model}/early_fvu_seed{seed}")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule mnist_early_fvu_summary:
@@ -365,20 +277,12 @@ rule mnist_early_fvu_summary:
     output:
         summary="results/mnist/early_fvu.parquet",
         markdown=report("results/mnist/early_fvu.md", caption="../report/early_fvu.rst", category="Tables"),
-    params:
-        step=step_params("mnist_early_fvu_summary"),
-        files=step_files,
-    log:
-        log_path("mnist/early_fvu_summary"),
-    benchmark:
-        bench_path("mnist/early_fvu_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("mnist_early_fvu_summary")
+    log: log_path("mnist/early_fvu_summary")
+    benchmark: bench_path("mnist/early_fvu_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 ALL_TARGETS.extend(rules.mnist_early_fvu_summary.output)
