@@ -133,7 +133,13 @@ RUN_LABEL = run_label(config["mnist"]["train"])  # the training config, in the M
 DEVICE = config["device"]
 
 
-# Every step rule ends in the same directives; what differs from rule to rule is an argument:
+def cubic_section_params(section):
+    """The params of a per-seed cubic step that reads one config section (cubic.<section>): the section,
+    the seed and the device."""
+    return lambda wc: {**config["cubic"][section], "seed": int(wc.seed), "device": DEVICE}
+
+
+# Every step rule closes with these directives, the same in each but for their arguments.
 #     params: **step_args("<rule>", lambda wc: {...the config keys the step reads...})
 #     log: log_path("<name>")
 #     benchmark: bench_path("<name>")
