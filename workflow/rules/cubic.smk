@@ -11,6 +11,9 @@
 # step S (cubic.training) and capacity_{name} for the last hidden layer of another regressor, variant
 # name of cubic.capacity.variants (rule cubic_capacity_train). The activations file records its layer
 # and the SAE file in turn, so later steps read it from their inputs.
+#
+# The rules that run a training loop declare `threads: 1`: many small operations, whose OpenMP
+# threads mostly wait (bench/README.md, "Cubic threads").
 from polyinterp.rules import (CAPACITY_NAME, VIEW_PATTERN, CubicViews, check_widths, point_files, seed_params,
                               study_seeds, summary_params)
 
@@ -34,27 +37,20 @@ rule cubic_train:
         fit=f"{CUBIC}/fit.parquet",
         curves=f"{CUBIC}/fit_curves.parquet",
     params:
-        step=step_params("cubic_train",
-            lambda wc: {
-                **{k: config["cubic"][k] for k in ("task", "model", "train")},
-                "seed": int(wc.seed),
-                "device": DEVICE,
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/train_seed{seed}"),
-    benchmark:
-        bench_path("cubic/train_seed{seed}")
-    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
+        **step_args("cubic_train", lambda wc: {
+            **{k: config["cubic"][k] for k in ("task", "model", "train")},
+            "seed": int(wc.seed),
+            "device": DEVICE,
+        }),
+    log: log_path("cubic/train_seed{seed}")
+    benchmark: bench_path("cubic/train_seed{seed}")
+    threads: 1  # a training loop (above)
     resources:
         mem_mb=2000,
         runtime=60,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_activations:
@@ -62,21 +58,15 @@ rule cubic_activations:
         model=lambda wc: VIEWS.model(wc.seed, wc.view),
     output:
         acts=f"{VIEW}/activations.pt",
-    params:
-        step=step_params("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view)),
-        files=step_files,
-    log:
-        log_path("cubic/activations_seed{seed}{view}"),
-    benchmark:
-        bench_path("cubic/activations_seed{seed}{view}")
+    params: **step_args("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view))
+    log: log_path("cubic/activations_seed{seed}{view}")
+    benchmark: bench_path("cubic/activations_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_sae:
@@ -88,22 +78,16 @@ rule cubic_sae:
         metrics=f"{VIEW}/sae_metrics.parquet",
         latents=f"{VIEW}/sae_latents.parquet",
         curve=f"{VIEW}/sae_curve.parquet",
-    params:
-        step=step_params("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view)),
-        files=step_files,
-    log:
-        log_path("cubic/sae_seed{seed}{view}"),
-    benchmark:
-        bench_path("cubic/sae_seed{seed}{view}")
-    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
+    params: **step_args("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view))
+    log: log_path("cubic/sae_seed{seed}{view}")
+    benchmark: bench_path("cubic/sae_seed{seed}{view}")
+    threads: 1  # a training loop (above)
     resources:
         mem_mb=3000,
         runtime=30,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 _LM = config["cubic"]["landmarks"]
@@ -117,23 +101,15 @@ rule cubic_landmark_table:
     output:
         table=f"{VIEW}/landmarks.parquet",
         ranking=f"{VIEW}/landmark_ranking.parquet",
-    params:
-        step=step_params("cubic_landmark_table",
-            lambda wc: {**config["cubic"]["landmarks"], "seed": int(wc.seed), "device": DEVICE}
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/landmarks_seed{seed}{view}"),
-    benchmark:
-        bench_path("cubic/landmarks_seed{seed}{view}")
+    params: **step_args("cubic_landmark_table", cubic_section_params("landmarks"))
+    log: log_path("cubic/landmarks_seed{seed}{view}")
+    benchmark: bench_path("cubic/landmarks_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _LM["x_points"] * _LM["a_points"] * _LM["b_points"]),
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_band_detection:
@@ -144,21 +120,15 @@ rule cubic_band_detection:
         slices=f"{VIEW}/band_slices.parquet",
         latents=f"{VIEW}/band_latents.parquet",
         grid=f"{VIEW}/band_grid.pt",
-    params:
-        step=step_params("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view)),
-        files=step_files,
-    log:
-        log_path("cubic/bands_seed{seed}{view}"),
-    benchmark:
-        bench_path("cubic/bands_seed{seed}{view}")
+    params: **step_args("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view))
+    log: log_path("cubic/bands_seed{seed}{view}")
+    benchmark: bench_path("cubic/bands_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _BD["x_points"] * _BD["a_points"] * len(_BD["b_slices"])),
         runtime=15,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_slope_search:
@@ -169,23 +139,15 @@ rule cubic_slope_search:
     output:
         scan=f"{VIEW}/slope_scan.parquet",
         best=f"{VIEW}/slopes.parquet",
-    params:
-        step=step_params("cubic_slope_search",
-            lambda wc: {**config["cubic"]["slopes"], "seed": int(wc.seed), "device": DEVICE}
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/slopes_seed{seed}{view}"),
-    benchmark:
-        bench_path("cubic/slopes_seed{seed}{view}")
+    params: **step_args("cubic_slope_search", cubic_section_params("slopes"))
+    log: log_path("cubic/slopes_seed{seed}{view}")
+    benchmark: bench_path("cubic/slopes_seed{seed}{view}")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=20,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_clamping:
@@ -196,23 +158,15 @@ rule cubic_clamping:
     output:
         curves=f"{CUBIC}/clamp.parquet",
         summary=f"{CUBIC}/clamp_summary.parquet",
-    params:
-        step=step_params("cubic_clamping",
-            lambda wc: {**config["cubic"]["clamp"], "seed": int(wc.seed), "device": DEVICE}
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/clamp_seed{seed}"),
-    benchmark:
-        bench_path("cubic/clamp_seed{seed}")
+    params: **step_args("cubic_clamping", cubic_section_params("clamp"))
+    log: log_path("cubic/clamp_seed{seed}")
+    benchmark: bench_path("cubic/clamp_seed{seed}")
     threads: 2
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_joint_clamping:
@@ -225,23 +179,15 @@ rule cubic_joint_clamping:
         sets=f"{CUBIC}/joint_clamp_sets.parquet",
         curves=f"{CUBIC}/joint_clamp.parquet",
         fits=f"{CUBIC}/joint_clamp_fits.parquet",
-    params:
-        step=step_params("cubic_joint_clamping",
-            lambda wc: {**config["cubic"]["joint_clamp"], "seed": int(wc.seed), "device": DEVICE}
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/joint_clamp_seed{seed}"),
-    benchmark:
-        bench_path("cubic/joint_clamp_seed{seed}")
+    params: **step_args("cubic_joint_clamping", cubic_section_params("joint_clamp"))
+    log: log_path("cubic/joint_clamp_seed{seed}")
+    benchmark: bench_path("cubic/joint_clamp_seed{seed}")
     threads: 2
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 _BAND_RULE = ("coherence_min", "c_tol", "invariance_min", "min_active_frac", "c_max")
@@ -255,25 +201,16 @@ rule cubic_band_thresholds:
     output:
         table=f"{CUBIC}/band_thresholds.parquet",
     params:
-        step=step_params("cubic_band_thresholds",
-            lambda wc: {
-                "grid": config["cubic"]["thresholds"],
-                "bands": {k: config["cubic"]["bands"][k] for k in _BAND_RULE},
-                "seed": int(wc.seed),
-            }
-        ),
-        files=step_files,
-    log:
-        log_path("cubic/band_thresholds_seed{seed}"),
-    benchmark:
-        bench_path("cubic/band_thresholds_seed{seed}")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+        **step_args("cubic_band_thresholds", lambda wc: {
+            "grid": config["cubic"]["thresholds"],
+            "bands": {k: config["cubic"]["bands"][k] for k in _BAND_RULE},
+            "seed": int(wc.seed),
+        }),
+    log: log_path("cubic/band_thresholds_seed{seed}")
+    benchmark: bench_path("cubic/band_thresholds_seed{seed}")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_summary:
@@ -285,20 +222,12 @@ rule cubic_summary:
         summary="results/cubic/summary.parquet",
         seeds="results/cubic/slopes_per_seed.parquet",
         spread="results/cubic/slopes_spread.parquet",
-    params:
-        step=step_params("cubic_summary"),
-        files=step_files,
-    log:
-        log_path("cubic/summary"),
-    benchmark:
-        bench_path("cubic/summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_summary")
+    log: log_path("cubic/summary")
+    benchmark: bench_path("cubic/summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 # ------------------------------------------------------------------- other layers, across training
@@ -308,20 +237,12 @@ rule cubic_checkpoint_model:
         checkpoints=rules.cubic_train.output.checkpoints,
     output:
         model=f"{CUBIC}/train_step{{step}}/model.pt",
-    params:
-        step=step_params("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)}),
-        files=step_files,
-    log:
-        log_path("cubic/checkpoint_model_seed{seed}/train_step{step}"),
-    benchmark:
-        bench_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)})
+    log: log_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
+    benchmark: bench_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 _LAYER_VIEWS = [VIEWS.layer_view(layer) for layer in VIEWS.layers]  # the rows of layers.parquet, last layer included
@@ -340,20 +261,12 @@ rule cubic_layers_summary:
         ranking=VIEWS.files(rules.cubic_landmark_table.output.ranking, _LAYER_VIEWS, LAYER_SEEDS),
     output:
         table="results/cubic/layers.parquet",
-    params:
-        step=step_params("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)}),
-        files=step_files,
-    log:
-        log_path("cubic/layers_summary"),
-    benchmark:
-        bench_path("cubic/layers_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)})
+    log: log_path("cubic/layers_summary")
+    benchmark: bench_path("cubic/layers_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_training_summary:
@@ -363,20 +276,12 @@ rule cubic_training_summary:
         curve=expand(rules.cubic_train.output.curve, seed=TRAINING_SEEDS),
     output:
         table="results/cubic/training.parquet",
-    params:
-        step=step_params("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)}),
-        files=step_files,
-    log:
-        log_path("cubic/training_summary"),
-    benchmark:
-        bench_path("cubic/training_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)})
+    log: log_path("cubic/training_summary")
+    benchmark: bench_path("cubic/training_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 # ------------------------------------------------------------------------------------ capacity
@@ -390,22 +295,16 @@ rule cubic_capacity_train:
         curve=f"{CUBIC}/capacity_{{variant}}/train_curve.parquet",
         fit=f"{CUBIC}/capacity_{{variant}}/fit.parquet",
         curves=f"{CUBIC}/capacity_{{variant}}/fit_curves.parquet",
-    params:
-        step=step_params("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant)),
-        files=step_files,
-    log:
-        log_path("cubic/capacity_train_seed{seed}/{variant}"),
-    benchmark:
-        bench_path("cubic/capacity_train_seed{seed}/{variant}")
-    threads: 1  # the training loop: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
+    params: **step_args("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant))
+    log: log_path("cubic/capacity_train_seed{seed}/{variant}")
+    benchmark: bench_path("cubic/capacity_train_seed{seed}/{variant}")
+    threads: 1  # a training loop (above)
     resources:
         mem_mb=2000,
         runtime=120,
         gpu=1,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_capacity_summary:
@@ -416,20 +315,12 @@ rule cubic_capacity_summary:
         slopes=VIEWS.capacity_files(rules.cubic_slope_search.output.best, CAPACITY_SEEDS),
     output:
         table="results/cubic/capacity.parquet",
-    params:
-        step=step_params("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)}),
-        files=step_files,
-    log:
-        log_path("cubic/capacity_summary"),
-    benchmark:
-        bench_path("cubic/capacity_summary")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)})
+    log: log_path("cubic/capacity_summary")
+    benchmark: bench_path("cubic/capacity_summary")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 # ------------------------------------------------------------------------ single-polynomial grid
@@ -445,21 +336,15 @@ rule cubic_grid_seed:
         model=point_files(f"{GRID_POINT}/model.pt", config["cubic"], ["{seed}"]),
         sae=point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
         metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
-    params:
-        step=step_params("cubic_grid_seed", lambda wc: seed_params(config["cubic"], wc.seed, DEVICE)),
-        files=step_files,
-    log:
-        log_path("cubic/grid_seed{seed}"),
-    benchmark:
-        bench_path("cubic/grid_seed{seed}")
-    threads: 1  # the training loops: many small operations, whose OpenMP threads mostly wait (bench/README.md, "Cubic threads")
+    params: **step_args("cubic_grid_seed", lambda wc: seed_params(config["cubic"], wc.seed, DEVICE))
+    log: log_path("cubic/grid_seed{seed}")
+    benchmark: bench_path("cubic/grid_seed{seed}")
+    threads: 1  # training loops, one after another (above)
     resources:
         mem_mb=1500,
         runtime=240,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_grid_summary:
@@ -472,18 +357,12 @@ rule cubic_grid_summary:
     output:
         table="results/cubic/grid.parquet",
         latents="results/cubic/grid_latents.parquet",
-    params:
-        step=step_params("cubic_grid_summary", lambda wc: summary_params(config["cubic"], SEEDS, DEVICE)),
-        files=step_files,
-    log:
-        log_path("cubic/grid_summary"),
-    benchmark:
-        bench_path("cubic/grid_summary")
+    params: **step_args("cubic_grid_summary", lambda wc: summary_params(config["cubic"], SEEDS, DEVICE))
+    log: log_path("cubic/grid_summary")
+    benchmark: bench_path("cubic/grid_summary")
     threads: 2
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
