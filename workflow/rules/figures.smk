@@ -13,104 +13,31 @@ rule fig1_features:
         metrics=rules.mnist_metrics_all.output.metrics,
     output:
         out=report_figure("fig1_{model}", "MNIST", caption="fig1"),
-    params:
-        step=step_params("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig1_{model}"),
-    benchmark:
-        bench_path("figures/fig1_{model}")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL})
+    log: log_path("figures/fig1_{model}")
+    benchmark: bench_path("figures/fig1_{model}")
+    resources: **MNIST_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
-rule fig2_fvu:
-    input:
-        metrics=rules.mnist_metrics_all.output.metrics,
-    output:
-        out=report_figure("fig2", "MNIST"),
-    params:
-        step=step_params("fig2_fvu", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig2"),
-    benchmark:
-        bench_path("figures/fig2")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+# The figures of the metrics table alone, one rule each: rule -> figure.
+_METRICS_FIGURES = {"fig2_fvu": "fig2", "fig3_test": "fig3", "fig_fits_curves": "fig_fits",
+                    "fig_degrees_curves": "fig_degrees", "fig_models_fvu": "fig_models"}
+for _rule, _figure in _METRICS_FIGURES.items():
 
-
-rule fig3_test:
-    input:
-        metrics=rules.mnist_metrics_all.output.metrics,
-    output:
-        out=report_figure("fig3", "MNIST"),
-    params:
-        step=step_params("fig3_test", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig3"),
-    benchmark:
-        bench_path("figures/fig3")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule fig_fits_curves:
-    input:
-        metrics=rules.mnist_metrics_all.output.metrics,
-    output:
-        out=report_figure("fig_fits", "MNIST"),
-    params:
-        step=step_params("fig_fits_curves", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig_fits"),
-    benchmark:
-        bench_path("figures/fig_fits")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule fig_degrees_curves:
-    input:
-        metrics=rules.mnist_metrics_all.output.metrics,
-    output:
-        out=report_figure("fig_degrees", "MNIST"),
-    params:
-        step=step_params("fig_degrees_curves", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig_degrees"),
-    benchmark:
-        bench_path("figures/fig_degrees")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    rule:
+        name: _rule
+        input:
+            metrics=rules.mnist_metrics_all.output.metrics,
+        output:
+            out=report_figure(_figure, "MNIST"),
+        params: **step_args(_rule, lambda wc: {"run": RUN_LABEL})
+        log: log_path(f"figures/{_figure}")
+        benchmark: bench_path(f"figures/{_figure}")
+        resources: **MNIST_FIGURE_JOB
+        conda: CONDA_ENV
+        shell: STEP
 
 
 rule fig4_ablated_digits:
@@ -119,19 +46,13 @@ rule fig4_ablated_digits:
     output:
         out=report_figure("fig4_{model}", "MNIST", caption="fig4"),
     params:
-        step=step_params("fig4_ablated_digits", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig4_{model}"),
-    benchmark:
-        bench_path("figures/fig4_{model}")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+        **step_args("fig4_ablated_digits",
+                    lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
+    log: log_path("figures/fig4_{model}")
+    benchmark: bench_path("figures/fig4_{model}")
+    resources: **MNIST_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule fig5_ablation_accuracy:
@@ -140,21 +61,15 @@ rule fig5_ablation_accuracy:
     output:
         out=report_figure("fig5_{model}", "MNIST", caption="fig5"),
     params:
-        step=step_params("fig5_ablation_accuracy",
-            lambda wc: {"run": RUN_LABEL, **{k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")}},
-        ),
-        files=step_files,
-    log:
-        log_path("figures/fig5_{model}"),
-    benchmark:
-        bench_path("figures/fig5_{model}")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+        **step_args("fig5_ablation_accuracy", lambda wc: {
+            "run": RUN_LABEL,
+            **{k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")},
+        }),
+    log: log_path("figures/fig5_{model}")
+    benchmark: bench_path("figures/fig5_{model}")
+    resources: **MNIST_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule fig6_attack_strength:
@@ -162,69 +77,18 @@ rule fig6_attack_strength:
         table=rules.mnist_svd_ablation_all.output.table,
     output:
         out=report_figure("fig6_{model}", "MNIST", caption="fig6"),
-    params:
-        step=step_params("fig6_attack_strength", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig6_{model}"),
-    benchmark:
-        bench_path("figures/fig6_{model}")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule fig_models_fvu:
-    input:
-        metrics=rules.mnist_metrics_all.output.metrics,
-    output:
-        out=report_figure("fig_models", "MNIST"),
-    params:
-        step=step_params("fig_models_fvu", lambda wc: {"run": RUN_LABEL}),
-        files=step_files,
-    log:
-        log_path("figures/fig_models"),
-    benchmark:
-        bench_path("figures/fig_models")
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("fig6_attack_strength", lambda wc: {"run": RUN_LABEL})
+    log: log_path("figures/fig6_{model}")
+    benchmark: bench_path("figures/fig6_{model}")
+    resources: **MNIST_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 # ----------------------------------------------------------------------------- cubic figures
-# Per-seed panels show the first seed; multi-seed panels show every seed.
+# Rule cubic_fig_<name> draws results/figures/cubic_<name>.{pdf,png}. Per-seed panels show the first
+# seed; multi-seed panels show every seed.
 _FIRST = {"seed": SEEDS[0]}
-
-
-rule cubic_fig_fit:
-    input:
-        curves=expand(rules.cubic_train.output.curves, **_FIRST),
-        train_curves=expand(rules.cubic_train.output.curve, seed=SEEDS),
-        fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
-    output:
-        out=report_figure("cubic_fit", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_fit"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_fit"),
-    benchmark:
-        bench_path("figures/cubic_fit")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
 
 
 rule cubic_fig_landmarks:
@@ -233,20 +97,14 @@ rule cubic_fig_landmarks:
         ranking=expand(VIEWS.root(rules.cubic_landmark_table.output.ranking), **_FIRST),
     output:
         out=report_figure("cubic_landmarks", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]}),
-        files=step_files,
-    log:
-        log_path("figures/cubic_landmarks"),
-    benchmark:
-        bench_path("figures/cubic_landmarks")
+    params: **step_args("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]})
+    log: log_path("figures/cubic_landmarks")
+    benchmark: bench_path("figures/cubic_landmarks")
     resources:
         mem_mb=2000,
         runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_fig_bands:
@@ -256,43 +114,12 @@ rule cubic_fig_bands:
         slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), **_FIRST),
     output:
         out=report_figure("cubic_bands", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]}),
-        files=step_files,
-    log:
-        log_path("figures/cubic_bands"),
-    benchmark:
-        bench_path("figures/cubic_bands")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule cubic_fig_slopes:
-    input:
-        scan=expand(VIEWS.root(rules.cubic_slope_search.output.scan), seed=SEEDS),
-        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
-        seeds=rules.cubic_summary.output.seeds,
-    output:
-        out=report_figure("cubic_slopes", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_slopes"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_slopes"),
-    benchmark:
-        bench_path("figures/cubic_slopes")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]})
+    log: log_path("figures/cubic_bands")
+    benchmark: bench_path("figures/cubic_bands")
+    resources: **CUBIC_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 rule cubic_fig_clamp:
@@ -301,145 +128,46 @@ rule cubic_fig_clamp:
         summary=expand(rules.cubic_clamping.output.summary, **_FIRST),
     output:
         out=report_figure("cubic_clamp", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]}),
-        files=step_files,
-    log:
-        log_path("figures/cubic_clamp"),
-    benchmark:
-        bench_path("figures/cubic_clamp")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    params: **step_args("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]})
+    log: log_path("figures/cubic_clamp")
+    benchmark: bench_path("figures/cubic_clamp")
+    resources: **CUBIC_FIGURE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
-rule cubic_fig_joint_clamp:
-    input:
+# The cubic figures whose step reads no config key, one rule each: name -> inputs.
+_PLAIN_CUBIC_FIGURES = {
+    "fit": dict(
+        curves=expand(rules.cubic_train.output.curves, **_FIRST),
+        train_curves=expand(rules.cubic_train.output.curve, seed=SEEDS),
+        fit=expand(rules.cubic_train.output.fit, seed=SEEDS),
+    ),
+    "slopes": dict(
+        scan=expand(VIEWS.root(rules.cubic_slope_search.output.scan), seed=SEEDS),
+        slopes=expand(VIEWS.root(rules.cubic_slope_search.output.best), seed=SEEDS),
+        seeds=rules.cubic_summary.output.seeds,
+    ),
+    "joint_clamp": dict(
         curves=expand(rules.cubic_joint_clamping.output.curves, **_FIRST),
         fits=expand(rules.cubic_joint_clamping.output.fits, **_FIRST),
-    output:
-        out=report_figure("cubic_joint_clamp", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_joint_clamp"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_joint_clamp"),
-    benchmark:
-        bench_path("figures/cubic_joint_clamp")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    ),
+    "thresholds": dict(tables=expand(rules.cubic_band_thresholds.output.table, seed=SEEDS)),
+    "layers": dict(table=rules.cubic_layers_summary.output.table),
+    "training": dict(table=rules.cubic_training_summary.output.table),
+    "capacity": dict(table=rules.cubic_capacity_summary.output.table),
+    "grid": dict(table=rules.cubic_grid_summary.output.table, latents=rules.cubic_grid_summary.output.latents),
+}
+for _name, _inputs in _PLAIN_CUBIC_FIGURES.items():
 
-
-rule cubic_fig_thresholds:
-    input:
-        tables=expand(rules.cubic_band_thresholds.output.table, seed=SEEDS),
-    output:
-        out=report_figure("cubic_thresholds", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_thresholds"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_thresholds"),
-    benchmark:
-        bench_path("figures/cubic_thresholds")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule cubic_fig_layers:
-    input:
-        table=rules.cubic_layers_summary.output.table,
-    output:
-        out=report_figure("cubic_layers", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_layers"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_layers"),
-    benchmark:
-        bench_path("figures/cubic_layers")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule cubic_fig_training:
-    input:
-        table=rules.cubic_training_summary.output.table,
-    output:
-        out=report_figure("cubic_training", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_training"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_training"),
-    benchmark:
-        bench_path("figures/cubic_training")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule cubic_fig_capacity:
-    input:
-        table=rules.cubic_capacity_summary.output.table,
-    output:
-        out=report_figure("cubic_capacity", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_capacity"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_capacity"),
-    benchmark:
-        bench_path("figures/cubic_capacity")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
-
-
-rule cubic_fig_grid:
-    input:
-        table=rules.cubic_grid_summary.output.table,
-        latents=rules.cubic_grid_summary.output.latents,
-    output:
-        out=report_figure("cubic_grid", "Cubic regressor"),
-    params:
-        step=step_params("cubic_fig_grid"),
-        files=step_files,
-    log:
-        log_path("figures/cubic_grid"),
-    benchmark:
-        bench_path("figures/cubic_grid")
-    resources:
-        mem_mb=1500,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    rule:
+        name: f"cubic_fig_{_name}"
+        input: **_inputs
+        output:
+            out=report_figure(f"cubic_{_name}", "Cubic regressor"),
+        params: **step_args(f"cubic_fig_{_name}")
+        log: log_path(f"figures/cubic_{_name}")
+        benchmark: bench_path(f"figures/cubic_{_name}")
+        resources: **CUBIC_FIGURE_JOB
+        conda: CONDA_ENV
+        shell: STEP
