@@ -20,21 +20,15 @@ rule run_config:
     output:
         run_config=report(RUN_CONFIG, caption="../report/run_config.rst", category="Run"),
     params:
-        step=step_params("run_config",
-            lambda wc: {"config": config, "configfiles": _CONFIGFILES, "config_hash": config_hash(config)},
-        ),
-        files=step_files,
-    log:
-        log_path("run_config"),
-    benchmark:
-        bench_path("run_config")
+        **step_args("run_config",
+                    lambda wc: {"config": config, "configfiles": _CONFIGFILES, "config_hash": config_hash(config)}),
+    log: log_path("run_config")
+    benchmark: bench_path("run_config")
     resources:
         mem_mb=500,
         runtime=2,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+    conda: CONDA_ENV
+    shell: STEP
 
 
 ALL_TARGETS.extend(rules.run_config.output)

@@ -18,20 +18,13 @@ rule scorecard:
         markdown=report("results/scorecard.md", caption="../report/scorecard.rst", category="Scorecard"),
         why=report("results/why_differs.md", caption="../report/why_differs.rst", category="Scorecard"),
     params:
-        step=step_params("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
-                                     "optimizer": config["mnist"]["train"]["optimizer"]}),
-        files=step_files,
-    log:
-        log_path("scorecard"),
-    benchmark:
-        bench_path("scorecard")
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    conda:
-        CONDA_ENV
-    shell:
-        STEP
+        **step_args("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
+                                             "optimizer": config["mnist"]["train"]["optimizer"]}),
+    log: log_path("scorecard")
+    benchmark: bench_path("scorecard")
+    resources: **TABLE_JOB
+    conda: CONDA_ENV
+    shell: STEP
 
 
 ALL_TARGETS.extend(rules.scorecard.output)

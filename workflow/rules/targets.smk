@@ -1,6 +1,6 @@
-# Named targets: each figure's short name (fig1 ... fig6, fig_fits, fig_degrees, fig_models, cubic_fit ... cubic_grid), the cubic
-# study's tables and figures (cubic), every figure (figures), and what `rule all` (Snakefile) builds:
-# ALL_TARGETS, to which each study's rules file adds its summary tables.
+# Named targets: each figure's short name (fig1 ... fig6, fig_fits, fig_degrees, fig_models,
+# cubic_fit ... cubic_grid), the cubic study's tables and figures (cubic), every figure (figures), and
+# what `rule all` (Snakefile) builds: ALL_TARGETS, to which each study's rules file adds its summary tables.
 
 
 MNIST_FIGURES = [f for n in ("fig2", "fig3", "fig_fits", "fig_models") for f in figure_files(n)] + [
@@ -21,8 +21,7 @@ FIGURE_TARGETS = {
 for _name, _files in FIGURE_TARGETS.items():
 
     rule:
-        name:
-            _name
+        name: _name
         localrule: True
         input:
             _files,
@@ -71,8 +70,7 @@ CUBIC_FIGURE_TARGETS = {
 for _name, _tables in CUBIC_FIGURE_TARGETS.items():
 
     rule:
-        name:
-            _name
+        name: _name
         localrule: True
         input:
             figure_files(_name),
