@@ -85,13 +85,13 @@ def step_parser(step: str, func: Callable) -> argparse.ArgumentParser:
 
 
 def step_params(step: str, params: Callable | None = None) -> Callable:
-    """For the workflow, a rule's ``params: step=step_params("<rule>", lambda wc: {...})``: the step's
-    name (the rule's own, a key of :data:`polyinterp.steps.STEPS`) and ``params(wildcards)`` — the
-    dict of exactly the config keys the step reads — as ``--params JSON`` (nothing when the step reads
-    none), the head of the rule's command (``polyinterp {params.step} …``, the ``STEP`` line of
-    workflow/rules/common.smk). It depends on the wildcards only, so Snakemake records it and reruns
-    the job when it changes (which is why a key the step does not read must not be in it). An unknown
-    step is refused when the workflow is parsed."""
+    """For the workflow, a rule's ``step`` param (``params: **step_args("<rule>", lambda wc: {...})``
+    in workflow/rules/common.smk): the step's name (the rule's own, a key of
+    :data:`polyinterp.steps.STEPS`) and ``params(wildcards)`` — the dict of exactly the config keys the
+    step reads — as ``--params JSON`` (nothing when the step reads none), the head of the rule's command
+    (``polyinterp {params.step} …``, the ``STEP`` line of common.smk). It depends on the wildcards only,
+    so Snakemake records it and reruns the job when it changes (which is why a key the step does not read
+    must not be in it). An unknown step is refused when the workflow is parsed."""
     if step not in STEPS:
         raise ValueError(f"step_params names step {step!r}, which is not in polyinterp.steps.STEPS; name the rule's "
                          "own step")
@@ -105,9 +105,9 @@ def step_params(step: str, params: Callable | None = None) -> Callable:
 
 
 def step_files(wildcards, input, output) -> str:
-    """For the workflow, a rule's ``params: files=step_files``: its named inputs and outputs as
-    ``--<key> PATH ...`` (the step function's keyword arguments of the same names; an empty list is
-    left out). Snakemake tracks these through the files themselves."""
+    """For the workflow, a rule's ``files`` param (``step_args`` in workflow/rules/common.smk): its named
+    inputs and outputs as ``--<key> PATH ...`` (the step function's keyword arguments of the same names;
+    an empty list is left out). Snakemake tracks these through the files themselves."""
     parts, seen = [], set()
     for kind, files in (("input", input), ("output", output)):
         named = 0
