@@ -109,30 +109,6 @@ def run_label(train: dict) -> str:
     return f"{recipe}, lr {train['lr']:g}, batch {train['batch_size']}, to step 2^{last}"
 
 
-def point_params(cubic_cfg: dict, seed, ia, ib, device: str) -> dict:
-    """The params of grid point (ia, ib) of ``cubic.grid`` (:func:`polyinterp.cubic.views.grid.grid_point_step`):
-    its (a, b), the x range, ``cubic.grid``'s network, training, activations and SAE size (the rest of
-    the SAE's settings from ``cubic.sae``, its R² target aside), checked."""
-    grid = cubic_cfg["grid"]
-    points = {(p["ia"], p["ib"]): p for p in grid_points(grid, cubic_cfg["task"]["ranges"])}
-    ia, ib = int(ia), int(ib)
-    if (ia, ib) not in points:
-        raise ConfigError(f"results/cubic/seed{seed}/grid/a{ia}_b{ib}/ is not a point of the (a, b) grid: config keys "
-                          f"'cubic.grid.a_points' ({grid['a_points']}) and 'cubic.grid.b_points' ({grid['b_points']}) "
-                          f"give a0 … a{grid['a_points'] - 1} and b0 … b{grid['b_points'] - 1}.")
-    sae = {**{k: v for k, v in cubic_cfg["sae"].items() if k != "r2_target"}, **grid["sae"]}
-    if not 1 <= int(sae["k"]) <= int(sae["latents"]):
-        raise ConfigError(f"config key 'cubic.grid.sae.k' ({sae['k']}) must be between 1 and cubic.grid.sae.latents "
-                          f"({sae['latents']}).")
-    if int(sae["batch_size"]) > int(grid["activations"]["n_train"]):
-        raise ConfigError(f"config key 'cubic.grid.activations.n_train' ({grid['activations']['n_train']}) is below "
-                          f"cubic.sae.batch_size ({sae['batch_size']}), the grid SAEs' batch; raise it.")
-    p = points[(ia, ib)]
-    return {"a": p["a"], "b": p["b"], "ia": ia, "ib": ib, "x_range": list(cubic_cfg["task"]["ranges"]["x"]),
-            "widths": check_widths(grid["widths"]), "train": grid["train"], "activations": grid["activations"],
-            "sae": sae, "seed": int(seed), "device": device}
-
-
 def check_figure_steps(requested: list, attacked: list[int]) -> None:
     """Refuse, when the workflow is parsed, a step number in ``mnist.ablation.figure_steps`` that is
     not attacked (``mnist.ablation.steps``)."""
@@ -296,13 +272,21 @@ class CubicViews:
 
 # ------------------------------------------------------------------------------------ the cubic grid
 def seed_params(cubic_cfg: dict, seed, device: str) -> dict:
-    """Rule cubic_grid_seed's params: :func:`point_params`'s settings once, and ``points``: each grid
-    point's ``ia``, ``ib``, ``a``, ``b`` (the order of :func:`point_files`)."""
-    points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
-    common = point_params(cubic_cfg, seed, points[0]["ia"], points[0]["ib"], device)
-    for key in ("ia", "ib", "a", "b"):
-        del common[key]
-    return {**common, "points": points}
+    """Rule cubic_grid_seed's params (:func:`polyinterp.cubic.views.grid.grid_seed_step`): the x range,
+    ``cubic.grid``'s network, training, activations and SAE size (the rest of the SAE's settings from
+    ``cubic.sae``, its R² target aside), checked, and ``points``: each grid point's ``ia``, ``ib``,
+    ``a``, ``b`` (the order of :func:`point_files`)."""
+    grid = cubic_cfg["grid"]
+    sae = {**{k: v for k, v in cubic_cfg["sae"].items() if k != "r2_target"}, **grid["sae"]}
+    if not 1 <= int(sae["k"]) <= int(sae["latents"]):
+        raise ConfigError(f"config key 'cubic.grid.sae.k' ({sae['k']}) must be between 1 and cubic.grid.sae.latents "
+                          f"({sae['latents']}).")
+    if int(sae["batch_size"]) > int(grid["activations"]["n_train"]):
+        raise ConfigError(f"config key 'cubic.grid.activations.n_train' ({grid['activations']['n_train']}) is below "
+                          f"cubic.sae.batch_size ({sae['batch_size']}), the grid SAEs' batch; raise it.")
+    return {"x_range": list(cubic_cfg["task"]["ranges"]["x"]), "widths": check_widths(grid["widths"]),
+            "train": grid["train"], "activations": grid["activations"], "sae": sae, "seed": int(seed),
+            "device": device, "points": grid_points(grid, cubic_cfg["task"]["ranges"])}
 
 
 def summary_params(cubic_cfg: dict, seeds, device: str) -> dict:

@@ -12,16 +12,19 @@ import pytest
 import torch
 
 from polyinterp.config import load_yaml
-from polyinterp.cubic.views.grid import (grid_point_step, grid_points, grid_seed_step, grid_summary_step, grid_values,
-                                         line_rel_mse, summarize_network, train_single)
-from polyinterp.rules import point_params
+from polyinterp.cubic.views.grid import (grid_points, grid_seed_step, grid_summary_step, grid_values, line_rel_mse,
+                                         summarize_network, train_singles)
 from polyinterp.rules import point_files, seed_params, summary_params
+from polyinterp.cubic.regressor.batched import BatchedMLP
 from polyinterp.cubic.regressor.model import CubicMLP, build_model, load_model
+from polyinterp.cubic.regressor.train import lr_factor
 from polyinterp.cubic.sae.probe import grid_inputs, latent_activations
-from polyinterp.cubic.sae.autoencoder import TopKSAE, load_sae
-from polyinterp.cubic.regressor.task import STREAM_GRID_VAL, generator, sample_x, target
+from polyinterp.cubic.sae import batched as batched_sae
+from polyinterp.cubic.sae.autoencoder import TopKSAE, evaluate_sae, load_sae, train_sae
+from polyinterp.cubic.regressor.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL,
+                                             cubic, generator, sample_x, target)
 from polyinterp.cubic.probes.tracking import near_landmark_share, score_latents
-from polyinterp.errors import ConfigError, DataError
+from polyinterp.errors import ConfigError, DataError, TrainingError
 from polyinterp.io import load_parquet, load_torch, save_torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,8 +75,6 @@ def test_the_1d_data_is_the_cubic_at_fixed_a_b():
     x = sample_x(500, (-2.0, 2.0), generator(0, STREAM_GRID_VAL))
     assert x.shape == (500, 1) and x.dtype == torch.float32 and bool(((x >= -2) & (x <= 2)).all())
     joint = torch.cat([x, torch.full_like(x, a), torch.full_like(x, b)], 1)
-    from polyinterp.cubic.regressor.task import cubic
-
     torch.testing.assert_close(cubic(x[:, 0], a, b), target(joint), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(cubic(x[:, 0], a, b).numpy(), (x[:, 0] ** 3 + a * x[:, 0] ** 2 + b * x[:, 0]).numpy(),
                                rtol=1e-5, atol=1e-5)
@@ -93,8 +94,10 @@ def test_the_1d_data_is_the_cubic_at_fixed_a_b():
 
 def test_training_learns_the_one_polynomial_and_is_seeded():
     a, b = 1.0, -1.0
-    net, info = train_single(a, b, (-2.0, 2.0), [1, 16, 16, 1], {**TRAIN, "steps": 400}, 0, torch.device("cpu"))
-    net2, info2 = train_single(a, b, (-2.0, 2.0), [1, 16, 16, 1], {**TRAIN, "steps": 400}, 0, torch.device("cpu"))
+    point = {"ia": 0, "ib": 0, "a": a, "b": b}
+    tp = {**TRAIN, "steps": 400}
+    [(net, info)] = train_singles([point], (-2.0, 2.0), [1, 16, 16, 1], tp, 0, torch.device("cpu"))
+    [(net2, _)] = train_singles([point], (-2.0, 2.0), [1, 16, 16, 1], tp, 0, torch.device("cpu"))
     for p, q in zip(net.parameters(), net2.parameters()):
         assert torch.equal(p, q)
     # the recorded validation rel-MSE, recomputed through the (x, a, b) task's target
@@ -112,28 +115,33 @@ def test_grid_points_and_their_params():
     assert [(p["ia"], p["ib"], p["a"], p["b"]) for p in pts] == [
         (0, 0, -1.0, 0.0), (0, 1, -1.0, 2.0), (0, 2, -1.0, 4.0), (1, 0, 1.0, 0.0), (1, 1, 1.0, 2.0), (1, 2, 1.0, 4.0)]
     cfg = tiny_cubic()
-    p = point_params(cfg, 0, 1, 0, "cpu")
-    assert (p["a"], p["b"], p["widths"], p["x_range"]) == (2.0, -2.0, [1, 8, 6, 1], [-2.0, 2.0])
+    p = seed_params(cfg, 0, "cpu")
+    assert (p["widths"], p["x_range"], p["seed"]) == ([1, 8, 6, 1], [-2.0, 2.0], 0)
+    assert [(q["ia"], q["ib"], q["a"], q["b"]) for q in p["points"]] == [
+        (0, 0, -2.0, -2.0), (0, 1, -2.0, 2.0), (1, 0, 2.0, -2.0), (1, 1, 2.0, 2.0)]
     assert p["sae"]["latents"] == 8 and "r2_target" not in p["sae"] and p["sae"]["aux_k"] == cfg["sae"]["aux_k"]
-    with pytest.raises(ConfigError, match="cubic.grid.a_points"):
-        point_params(cfg, 0, 2, 0, "cpu")
     with pytest.raises(ConfigError, match="cubic.grid.sae.k"):
-        point_params(tiny_cubic(sae={"latents": 4, "k": 5, "steps": 10}), 0, 0, 0, "cpu")
+        seed_params(tiny_cubic(sae={"latents": 4, "k": 5, "steps": 10}), 0, "cpu")
     with pytest.raises(ConfigError, match="cubic.grid.widths"):
-        point_params(tiny_cubic(widths=[3, 8, 1]), 0, 0, 0, "cpu")
+        seed_params(tiny_cubic(widths=[3, 8, 1]), 0, "cpu")
+    with pytest.raises(ConfigError, match="cubic.grid.activations.n_train"):
+        seed_params(tiny_cubic(activations={"n_train": 100, "n_heldout": 50}), 0, "cpu")
 
 
-def run_point(tmp_path, cfg, ia, ib):
-    d = tmp_path / f"a{ia}_b{ib}"
-    d.mkdir(exist_ok=True)
-    paths = {k: str(d / f) for k, f in (("model", "model.pt"), ("sae", "sae.pt"), ("metrics", "metrics.parquet"))}
-    grid_point_step(**paths, params=point_params(cfg, 0, ia, ib, "cpu"))
-    return paths
+def run_grid(tmp_path, cfg) -> list[dict]:
+    """Rule cubic_grid_seed on ``cfg``'s grid at seed 0: each point's files, in the points' order."""
+    pattern = str(tmp_path / "seed{seed}" / "a{ia}_b{ib}")
+    files = {k: point_files(pattern + "/" + f, cfg, [0]) for k, f in (("model", "model.pt"), ("sae", "sae.pt"),
+                                                                     ("metrics", "metrics.parquet"))}
+    grid_seed_step(**files, params=seed_params(cfg, 0, "cpu"))
+    return [{k: files[k][i] for k in files} for i in range(len(files["model"]))]
 
 
-def test_grid_point_step_writes_a_1d_network_and_its_sae(tmp_path):
+def test_the_seed_step_writes_a_1d_network_and_its_sae_per_point(tmp_path):
     cfg = tiny_cubic()
-    paths = run_point(tmp_path, cfg, 1, 1)
+    files = run_grid(tmp_path, cfg)
+    assert len(files) == 4
+    paths = files[3]  # (1, 1)
     blob = load_torch(paths["model"])
     assert blob["widths"] == [1, 8, 6, 1] and (blob["a"], blob["b"]) == (2.0, 2.0)
     sae = load_sae(paths["sae"])
@@ -142,47 +150,136 @@ def test_grid_point_step_writes_a_1d_network_and_its_sae(tmp_path):
     assert len(m) == 1 and (m.ia.iloc[0], m.ib.iloc[0], m.widths.iloc[0]) == (1, 1, "1-8-6-1")
     assert 0 < m.val_rel_mse.iloc[0] < 1 and m.sae_r2_heldout.iloc[0] <= 1
     assert m.val_rel_mse.iloc[0] == blob["val_rel_mse"]
-
-
-def identical(a, b) -> bool:
-    """Nested dicts, lists, tensors and numbers equal exactly (tensors bit for bit)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(identical(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def test_one_job_per_seed_writes_what_one_job_per_point_writes(tmp_path):
-    """Rule cubic_grid_seed trains every point of a seed in one process: each point's network, SAE and
-    metrics equal, bit for bit, those of the point trained alone (in reverse order, in a fresh call)."""
-    cfg = tiny_cubic()
-    points = grid_points(cfg["grid"], cfg["task"]["ranges"])
-    (tmp_path / "alone").mkdir()
-    alone = {(p["ia"], p["ib"]): run_point(tmp_path / "alone", cfg, p["ia"], p["ib"]) for p in reversed(points)}
-    pattern = str(tmp_path / "seed{seed}" / "a{ia}_b{ib}")
-    files = {k: point_files(pattern + "/" + f, cfg, [0]) for k, f in (("model", "model.pt"), ("sae", "sae.pt"),
-                                                                     ("metrics", "metrics.parquet"))}
-    grid_seed_step(**files, params=seed_params(cfg, 0, "cpu"))
-    for i, p in enumerate(points):
-        one = alone[(p["ia"], p["ib"])]
-        for key in ("model", "sae"):
-            got, want = load_torch(files[key][i]), load_torch(one[key])
-            assert identical({k: v for k, v in got.items() if k != "train_seconds"},
-                             {k: v for k, v in want.items() if k != "train_seconds"}), (key, p)
-        got, want = load_parquet(files["metrics"][i]), load_parquet(one["metrics"])
-        pd.testing.assert_frame_equal(got.drop(columns=["train_seconds", "sae_seconds"]),
-                                      want.drop(columns=["train_seconds", "sae_seconds"]))
     with pytest.raises(DataError, match="3 model files for 4 grid points"):
-        grid_seed_step(model=files["model"][:3], sae=files["sae"], metrics=files["metrics"],
-                       params=seed_params(cfg, 0, "cpu"))
+        grid_seed_step(model=[f["model"] for f in files][:3], sae=[f["sae"] for f in files],
+                       metrics=[f["metrics"] for f in files], params=seed_params(cfg, 0, "cpu"))
+
+
+# ------------------------------------------------------------------ batched = one at a time
+def alone(params: dict, point: dict):
+    """The one-at-a-time route (the grid's code before a seed's networks were trained together): one
+    ``CubicMLP`` and one Adam for this point alone, its validation rel-MSE, then ``train_sae`` on its
+    last hidden layer and the SAE's held-out R². Returns (network, val rel-MSE, SAE, R², since fired)."""
+    seed, tp, x_range, a, b = params["seed"], params["train"], params["x_range"], point["a"], point["b"]
+    val = sample_x(tp["val_samples"], x_range, generator(seed, STREAM_GRID_VAL))
+    y_val = cubic(val[:, 0], a, b).double()
+    net = build_model(params["widths"], seed)
+    opt = torch.optim.Adam(net.parameters(), lr=tp["lr"], foreach=True)
+    gen = generator(seed, STREAM_GRID_TRAIN)
+    for step in range(tp["steps"]):
+        for group in opt.param_groups:
+            group["lr"] = tp["lr"] * lr_factor(step, tp["warmup_steps"], tp["steps"], tp["final_lr_ratio"])
+        xb = sample_x(tp["batch_size"], x_range, gen)
+        loss = ((net(xb) - cubic(xb[:, 0], a, b)) ** 2).mean() / float(y_val.var())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    net.eval()
+    with torch.no_grad():
+        rel = float((net(val).double() - y_val).pow(2).mean() / y_val.var())
+        acts = {split: net.hidden(sample_x(n, x_range, generator(seed, stream)))
+                for split, n, stream in (("train", params["activations"]["n_train"], STREAM_GRID_ACTS),
+                                         ("heldout", params["activations"]["n_heldout"], STREAM_GRID_HELDOUT))}
+    sae, _, since_fired = train_sae(acts["train"], params["sae"], seed)
+    return net, rel, sae, evaluate_sae(sae, acts["heldout"])["r2"], since_fired
+
+
+def test_a_seeds_networks_and_saes_trained_together_are_those_trained_alone(tmp_path):
+    """Rule cubic_grid_seed trains a seed's grid as one batched network and one batched SAE: each
+    point's files match the one-at-a-time route (:func:`alone`), 300 network steps and 300 SAE steps
+    with dead latents (the AuxK loss on) from about step 20.
+
+    On the CPU (MKL) the two routes agree bit for bit. The tolerances admit another BLAS, whose
+    batched and single products may round differently in the last bit: a last-bit difference in one
+    layer's gradient at every step moved the paper grid's weights by at most 1.4e-4 after 300 steps,
+    its validation rel-MSE by 4e-6 relative and its SAEs' held-out R² by 3e-5 (the SAE's weights
+    themselves move more: a TopK choice near a tie can flip, so they are compared over a short run,
+    in the next test). A mistake (a network reading another's target, gradient or Adam state, a wrong
+    schedule) moves them by orders of magnitude more."""
+    cfg = tiny_cubic(a_points=3, b_points=1, widths=[1, 8, 8, 6, 1], sae={"latents": 8, "k": 2, "steps": 300})
+    cfg["sae"]["dead_threshold"] = 2000
+    params = seed_params(cfg, 0, "cpu")
+    files = run_grid(tmp_path, cfg)
+    for point, paths in zip(params["points"], files):
+        net, rel, sae, r2, since_fired = alone(params, point)
+        got = load_model(paths["model"])
+        for name, want in net.state_dict().items():
+            torch.testing.assert_close(got.state_dict()[name], want, atol=1e-3, rtol=1e-3, msg=f"{point} {name}")
+        row = load_parquet(paths["metrics"]).iloc[0]
+        assert row.val_rel_mse == pytest.approx(rel, rel=1e-3)
+        assert row.sae_r2_heldout == pytest.approx(r2, abs=1e-3)
+        assert row.sae_dead_frac_train > 0  # the AuxK loss ran
+        assert row.sae_dead_frac_train == pytest.approx(float((since_fired >= 2000).double().mean()), abs=1 / 8 + 1e-9)
+
+
+def test_batched_saes_are_each_fitted_as_alone_through_every_auxk_case(monkeypatch):
+    """Three SAEs fitted together, 40 steps, equal those fitted one at a time by ``train_sae``
+    within 1e-4 (equal bit for bit on the CPU; the tolerance admits another BLAS's last bits over 40
+    steps, where no TopK choice is near a tie with these seeds). The sets differ so that at one step
+    one SAE has no dead latent, one at most ``aux_k`` and one more than ``aux_k``: each AuxK case,
+    side by side."""
+    g = torch.Generator().manual_seed(5)
+    n, d = 1500, 6
+    u = torch.randn(n, 1, generator=g)
+    x = torch.stack([torch.relu(torch.randn(n, d, generator=g)),  # full rank: every latent fires
+                     torch.relu(torch.randn(n, 2, generator=g) @ torch.randn(2, d, generator=g)),
+                     torch.relu(u @ torch.randn(1, d, generator=g) + 0.1)])  # rank one: most latents dead
+    params = {"latents": 12, "k": 2, "steps": 40, "batch_size": 100, "lr": 1e-2, "decay_frac": 0.2, "aux_k": 3,
+              "aux_coef": 1 / 32, "dead_threshold": 300, "geometric_median_samples": 500,
+              "geometric_median_iters": 20, "log_every": 20}
+    seen = []
+    real = batched_sae.auxk_losses
+
+    def spy(sae, pre, residual, dead, aux_k):
+        seen.append(dead.sum(-1).tolist())
+        return real(sae, pre, residual, dead, aux_k)
+
+    monkeypatch.setattr(batched_sae, "auxk_losses", spy)
+    saes, since_fired = batched_sae.train_saes(x, params, 3, torch.device("cpu"), ["set 0", "set 1", "set 2"])
+    assert any(c[0] == 0 and 0 < min(c[1:]) and min(c[1:]) <= 3 < max(c[1:]) for c in seen), seen
+    for p in range(3):
+        want, _, want_since = train_sae(x[p], params, 3)
+        for name, value in want.state()["state"].items():
+            torch.testing.assert_close(saes[p].state()["state"][name], value, atol=1e-4, rtol=1e-4, msg=f"{p} {name}")
+        assert torch.equal(since_fired[p], want_since)
+    flat = x.clone()
+    flat[1] = 0.5
+    with pytest.raises(DataError, match="SAE of the set 1 on are constant"):
+        batched_sae.train_saes(flat, params, 3, torch.device("cpu"), ["set 0", "set 1", "set 2"])
+
+
+def test_batched_networks_stay_apart_and_errors_name_the_point():
+    """A diverging network (its target overflows float32) is named alone and leaves the others'
+    training as it would be without it; a constant target is refused naming its polynomial."""
+    ok = {"ia": 0, "ib": 0, "a": 1.0, "b": -1.0}
+    huge = {"ia": 1, "ib": 0, "a": 1e30, "b": 0.0}
+    tp = {**TRAIN, "steps": 200}
+    model = build_model([1, 8, 6, 1], 0)
+    with pytest.raises(TrainingError, match=r"single-polynomial network \(a = 1e\+30, b = 0\) \(seed 0\) diverged"
+                                             r" at step 200") as err:
+        train_singles([ok, huge], (-2.0, 2.0), [1, 8, 6, 1], tp, 0, torch.device("cpu"))
+    assert "a = 1," not in str(err.value)
+    with pytest.raises(ConfigError, match=r"x³ \+ 1.0·x² \+ -1.0·x is constant on the x range \[0.5, 0.5\]"):
+        train_singles([ok], (0.5, 0.5), [1, 8, 6, 1], tp, 0, torch.device("cpu"))
+    # the batched model's copies: each copy's output and gradient are its own
+    both = BatchedMLP(model, 2)
+    x = sample_x(64, (-2.0, 2.0), generator(0, 99))
+    with torch.no_grad():
+        both.weights[0][1].mul_(float("nan"))  # copy 1 broken: copy 0 must not notice
+    out = both(x)
+    out.sum().backward()
+    torch.testing.assert_close(out[0], model(x).detach())
+    assert bool(out[1].isnan().all())
+    ref = build_model([1, 8, 6, 1], 0)
+    ref(x).sum().backward()
+    for w, lin in zip(both.weights, [m for m in ref.modules() if isinstance(m, torch.nn.Linear)]):
+        torch.testing.assert_close(w.grad[0], lin.weight.grad)
+    assert isinstance(both.copy(0), CubicMLP)
 
 
 def test_grid_summary_scores_both_networks_by_independent_routes(tmp_path):
     cfg = tiny_cubic()
-    files = [run_point(tmp_path, cfg, p["ia"], p["ib"]) for p in grid_points(cfg["grid"], cfg["task"]["ranges"])]
+    files = run_grid(tmp_path, cfg)
     joint = build_model((3, 8, 6, 1), seed=2)
     save_torch({"state": joint.state_dict(), "widths": list(joint.widths)}, tmp_path / "joint.pt")
     jsae = TopKSAE(6, 10, 3)

@@ -332,7 +332,7 @@ check_widths(config["cubic"]["grid"]["widths"])  # a bad cubic.grid.widths fails
 
 
 rule cubic_grid_seed:
-    output:  # every grid point of one seed: one process trains them one after another
+    output:  # every grid point of one seed: one process trains them side by side (one batched model)
         model=point_files(f"{GRID_POINT}/model.pt", config["cubic"], ["{seed}"]),
         sae=point_files(f"{GRID_POINT}/sae.pt", config["cubic"], ["{seed}"]),
         metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
@@ -341,7 +341,7 @@ rule cubic_grid_seed:
     benchmark: bench_path("cubic/grid_seed{seed}")
     threads: 1  # training loops, one after another (above)
     resources:
-        mem_mb=1500,
+        mem_mb=2000,  # a seed's networks and SAEs in memory at once (bench/README.md, "The grid as one batched model")
         runtime=240,
     conda: CONDA_ENV
     shell: STEP

@@ -4,9 +4,12 @@ For each (a, b) of a ``cubic.grid.a_points`` × ``b_points`` grid over the train
 ``cubic.grid.widths`` (1 → 15 → 15 → 15 → 15 → 1, ReLU) regresses that one cubic
 y = x³ + a·x² + b·x from x alone, x uniform on the training x range, and a TopK SAE is fitted on its
 last hidden layer (folder ``results/cubic/seed{seed}/grid/a{i}_b{j}/``; rule ``cubic_grid_seed`` trains
-every point of a seed in one job, which saves a Python and torch start-up per network).
-Every grid network of a seed starts from the same weights and sees the same x batches (its own
-seeded streams, :mod:`polyinterp.cubic.regressor.task`): only the target differs.
+every point of a seed in one job). Every grid network of a seed starts from the same weights and sees
+the same x batches (its own seeded streams, :mod:`polyinterp.cubic.regressor.task`): only the target
+differs. So the job trains the seed's networks side by side as one batched model
+(:mod:`polyinterp.cubic.regressor.batched`), then their SAEs as one batched SAE
+(:mod:`polyinterp.cubic.sae.batched`): each network and SAE gets exactly its own gradient and update,
+and its files are those of training it alone.
 
 ``grid_summary_step`` (rule ``cubic_grid_summary``) reads each network's latents along x, and the
 (x, a, b) regressor's latents (today's SAE) along x at the same (a, b), and scores every latent on
@@ -25,7 +28,8 @@ import pandas as pd
 import torch
 
 from polyinterp.config import config_hash
-from polyinterp.cubic.regressor.model import build_model
+from polyinterp.cubic.regressor.batched import BatchedMLP
+from polyinterp.cubic.regressor.model import CubicMLP, build_model
 from polyinterp.cubic.regressor.task import (STREAM_GRID_ACTS, STREAM_GRID_HELDOUT, STREAM_GRID_TRAIN, STREAM_GRID_VAL, cubic,
                                    generator, sample_x)
 from polyinterp.cubic.regressor.train import check_alive, lr_factor
@@ -72,16 +76,32 @@ def line_rel_mse(model, x: torch.Tensor, a: float, b: float) -> tuple[float, flo
     return mse, mse / var, float(err.abs().max())
 
 
-def train_single(a: float, b: float, x_range, widths, tp: dict, seed: int, device) -> tuple[torch.nn.Module, dict]:
-    """Train the network ``widths`` (input width 1) on y = x³ + a·x² + b·x, x uniform on ``x_range``:
-    Adam, linear warm-up then cosine decay (the regressor's schedule), loss MSE / Var(y) of the
-    validation set. Returns (model in eval mode, fit info)."""
+def point_name(point: dict) -> str:
+    """The grid network of ``point`` in words, for logs and errors."""
+    return f"single-polynomial network (a = {point['a']:g}, b = {point['b']:g})"
+
+
+def train_singles(points: list[dict], x_range, widths, tp: dict, seed: int, device) -> list[tuple[CubicMLP, dict]]:
+    """Train the network ``widths`` (input width 1) on y = x³ + a·x² + b·x for every (a, b) of
+    ``points``, x uniform on ``x_range``: Adam, linear warm-up then cosine decay (the regressor's
+    schedule), loss MSE / Var(y) of the validation set. Returns per point (model in eval mode, fit info).
+
+    Every network starts from ``build_model(widths, seed)`` and reads the same x batches, so all are
+    trained as one :class:`~polyinterp.cubic.regressor.batched.BatchedMLP` on the sum of their
+    losses: each network gets its own gradient and Adam update, the numbers of training it alone.
+    ``train_seconds`` is each network's share of the batched training's wall time (the time / P).
+    """
     widths = check_widths(widths)
     val = sample_x(tp["val_samples"], x_range, generator(seed, STREAM_GRID_VAL))
-    var_val = float(cubic(val[:, 0], a, b).double().var())
-    if var_val <= 0:
-        raise ConfigError(f"y = x³ + {a}·x² + {b}·x is constant on the x range {list(x_range)}; widen cubic.task.ranges.x.")
-    model = build_model(widths, seed).to(device)
+    var_val = [float(cubic(val[:, 0], p["a"], p["b"]).double().var()) for p in points]
+    for p, v in zip(points, var_val):
+        if v <= 0:
+            raise ConfigError(f"y = x³ + {p['a']}·x² + {p['b']}·x is constant on the x range {list(x_range)}; "
+                              f"widen cubic.task.ranges.x.")
+    model = BatchedMLP(build_model(widths, seed), len(points)).to(device)
+    a = torch.tensor([p["a"] for p in points], dtype=torch.float32, device=device).unsqueeze(1)
+    b = torch.tensor([p["b"] for p in points], dtype=torch.float32, device=device).unsqueeze(1)
+    var_t = torch.tensor(var_val, dtype=torch.float32, device=device)
     opt = torch.optim.Adam(model.parameters(), lr=tp["lr"], foreach=True)
     gen = generator(seed, STREAM_GRID_TRAIN)
     total, t0 = int(tp["steps"]), time.time()
@@ -89,47 +109,82 @@ def train_single(a: float, b: float, x_range, widths, tp: dict, seed: int, devic
         for group in opt.param_groups:
             group["lr"] = tp["lr"] * lr_factor(step, tp["warmup_steps"], total, tp["final_lr_ratio"])
         xb = sample_x(tp["batch_size"], x_range, gen).to(device)
-        loss = ((model(xb) - cubic(xb[:, 0], a, b)) ** 2).mean() / var_val
+        losses = ((model(xb) - cubic(xb[:, 0], a, b)) ** 2).mean(1) / var_t
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        losses.sum().backward()
         opt.step()
-        if (step + 1) % 200 == 0 and not math.isfinite(float(loss.detach())):
-            raise TrainingError(f"single-polynomial network (a = {a:g}, b = {b:g}, seed {seed}) diverged at step "
-                                f"{step + 1}; lower cubic.grid.train.lr or raise cubic.grid.train.warmup_steps.")
-    seconds = time.time() - t0
-    model.eval()
-    mse, rel, max_err = line_rel_mse(model, val, a, b)
-    check_alive(model, val.to(device), rel, seed, total, tp, key="cubic.grid.train",
-                what_net=f"single-polynomial network (a = {a:g}, b = {b:g})")
-    log.info("a = %g, b = %g: val rel-MSE %.3e after %d steps (%.1f s)", a, b, rel, total, seconds)
-    return model, {"val_mse": mse, "val_rel_mse": rel, "val_max_abs_err": max_err, "var_y": var_val,
-                   "steps_trained": total, "train_seconds": seconds}
+        if (step + 1) % 200 == 0:
+            bad = [point_name(p) for p, v in zip(points, losses.detach().tolist()) if not math.isfinite(v)]
+            if bad:
+                raise TrainingError(f"{', '.join(bad)} (seed {seed}) diverged at step {step + 1}; lower "
+                                    f"cubic.grid.train.lr or raise cubic.grid.train.warmup_steps.")
+    seconds = (time.time() - t0) / len(points)
+    out = []
+    for i, p in enumerate(points):
+        net = model.copy(i)
+        mse, rel, max_err = line_rel_mse(net, val, p["a"], p["b"])
+        check_alive(net, val.to(device), rel, seed, total, tp, key="cubic.grid.train", what_net=point_name(p))
+        log.info("a = %g, b = %g: val rel-MSE %.3e after %d steps", p["a"], p["b"], rel, total)
+        out.append((net, {"val_mse": mse, "val_rel_mse": rel, "val_max_abs_err": max_err, "var_y": var_val[i],
+                          "steps_trained": total, "train_seconds": seconds}))
+    return out
 
 
-def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None:
-    """One point of the grid (called by rule ``cubic_grid_seed`` for each): for ``params["a"]``,
-    ``params["b"]``, train the single-polynomial
-    network (``widths``, ``train``, on ``x_range``), then a TopK SAE (``sae``) on its last hidden layer
-    at ``activations.n_train`` fresh x (scored on ``n_heldout`` more); write ``model``, ``sae`` and a
-    one-row ``metrics`` table."""
-    from polyinterp.cubic.sae.autoencoder import evaluate_sae, train_sae
+def grid_seed_step(*, model: list[str], sae: list[str], metrics: list[str], params: dict) -> None:
+    """Rule ``cubic_grid_seed``: every grid point of one seed, trained together. For each (a, b) of
+    ``params["points"]``, the single-polynomial network (``widths``, ``train``, on ``x_range``;
+    :func:`train_singles`), then a TopK SAE (``sae``) on its last hidden layer at
+    ``activations.n_train`` fresh x, scored on ``n_heldout`` more (all SAEs fitted together,
+    :func:`polyinterp.cubic.sae.batched.train_saes`); write per point ``model``, ``sae`` and a one-row
+    ``metrics`` table (one file each per point of ``params["points"]``, in its order). ``params`` is
+    :func:`polyinterp.rules.seed_params`'s. Every draw comes from the seed's own generators, so a
+    point's files do not depend on the other points of the grid."""
+    from polyinterp.cubic.sae.batched import train_saes
+
+    points = params["points"]
+    for name, paths in (("model", model), ("sae", sae), ("metrics", metrics)):
+        if len(paths) != len(points):
+            raise DataError(f"{len(paths)} {name} files for {len(points)} grid points; the rule must pass one per "
+                            f"point.")
+    seed = int(params["seed"])
+    x_range = [float(v) for v in params["x_range"]]
+    device = resolve_device(params["device"])
+    fits = train_singles(points, x_range, params["widths"], params["train"], seed, device)
+    inputs = {split: sample_x(n, x_range, generator(seed, stream))
+              for split, n, stream in (("train", params["activations"]["n_train"], STREAM_GRID_ACTS),
+                                       ("heldout", params["activations"]["n_heldout"], STREAM_GRID_HELDOUT))}
+    acts = {}
+    with torch.no_grad():
+        for split, x in inputs.items():  # [P, n, width], filled network by network (no second copy)
+            acts[split] = torch.empty(len(fits), len(x), fits[0][0].widths[-2])
+            for i, (net, _) in enumerate(fits):
+                acts[split][i] = net.hidden(x.to(device)).cpu()
+    t0 = time.time()
+    saes, since_fired = train_saes(acts["train"], params["sae"], seed, device, [point_name(p) for p in points])
+    sae_seconds = (time.time() - t0) / len(points)  # each SAE's share
+    common = {k: v for k, v in params.items() if k != "points"}
+    for i, point in enumerate(points):
+        net, info = fits[i]
+        write_point(net, info, saes[i], since_fired[i], (inputs["heldout"], acts["heldout"][i]),
+                    {**common, **point}, sae_seconds, model=model[i], sae=sae[i], metrics=metrics[i])
+
+
+def write_point(net: CubicMLP, info: dict, fitted, since_fired: torch.Tensor, heldout: tuple, params: dict,
+                sae_seconds: float, *, model: str, sae: str, metrics: str) -> None:
+    """One grid point's files: the network ``net`` (``info``: its fit) to ``model``, its SAE ``fitted``
+    to ``sae``, and the one-row ``metrics`` table: the fit, the SAE's held-out R², L0 and dead share on
+    ``heldout`` (x, hidden layer), its dead share in training (``since_fired``, samples since each
+    latent fired, against ``dead_threshold``), and the network's rel-MSE with the SAE spliced in;
+    ``sae_seconds`` is this SAE's share of the batched fit's wall time. ``params``: the rule's
+    settings and the point's ``ia``, ``ib``, ``a``, ``b``."""
+    from polyinterp.cubic.sae.autoencoder import evaluate_sae
     from polyinterp.io import save_parquet, save_torch
 
     seed, a, b = int(params["seed"]), float(params["a"]), float(params["b"])
     x_range = [float(v) for v in params["x_range"]]
-    device = resolve_device(params["device"])
-    net, info = train_single(a, b, x_range, params["widths"], params["train"], seed, device)
-    acts = {}
-    with torch.no_grad():
-        for split, n, stream in (("train", params["activations"]["n_train"], STREAM_GRID_ACTS),
-                                 ("heldout", params["activations"]["n_heldout"], STREAM_GRID_HELDOUT)):
-            x = sample_x(n, x_range, generator(seed, stream))
-            acts[split] = (x, net.hidden(x.to(device)).cpu())
-    t0 = time.time()
-    fitted, _, since_fired = train_sae(acts["train"][1], params["sae"], seed, device)
-    sae_seconds = time.time() - t0
-    ev = evaluate_sae(fitted, acts["heldout"][1])
-    x_ho, h_ho = acts["heldout"]
+    device = next(net.parameters()).device
+    x_ho, h_ho = heldout
+    ev = evaluate_sae(fitted, h_ho)
     with torch.no_grad():
         y_splice = net.head(fitted(h_ho.to(device))).cpu().double()
     y_true = cubic(x_ho[:, 0], a, b).double()
@@ -147,20 +202,6 @@ def grid_point_step(*, model: str, sae: str, metrics: str, params: dict) -> None
     log.info("a = %g, b = %g: SAE held-out R² %.4f, L0 %.2f, dead %.3f; spliced rel-MSE %.2e",
              a, b, ev["r2"], ev["l0"], ev["dead_frac"], rel_spliced)
     save_parquet(pd.DataFrame([row]), metrics)
-
-
-def grid_seed_step(*, model: list[str], sae: list[str], metrics: list[str], params: dict) -> None:
-    """Rule ``cubic_grid_seed``: every grid point of one seed in one process, one after another, each
-    exactly as :func:`grid_point_step` (every draw comes from its own seeded generator, so a point's
-    files do not depend on the points before it). ``params`` is :func:`polyinterp.rules.seed_params`'s; ``model``,
-    ``sae`` and ``metrics`` are one file per point of ``params["points"]``, in its order."""
-    points = params["points"]
-    for name, paths in (("model", model), ("sae", sae), ("metrics", metrics)):
-        if len(paths) != len(points):
-            raise DataError(f"{len(paths)} {name} files for {len(points)} grid points; the rule must pass one per point.")
-    common = {k: v for k, v in params.items() if k != "points"}
-    for m, s, t, point in zip(model, sae, metrics, points):
-        grid_point_step(model=m, sae=s, metrics=t, params={**common, **point})
 
 
 # --------------------------------------------------------------------------------------- summary
