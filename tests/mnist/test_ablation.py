@@ -7,8 +7,9 @@ import torch
 from torch import nn
 
 from polyinterp.approx import MLP, Approximant, GaussianMixture
-from polyinterp.mnist.attack.ablation import (accuracies, attack_rows, project_out, projected_evaluator,
-                                       random_orthonormal, top_right_singular_vectors)
+from polyinterp.mnist.attack.ablation import accuracies, attack_rows, random_orthonormal, top_right_singular_vectors
+from polyinterp.mnist.attack.projected import (DirectionSets, Projection, batch_evaluator, project_out,
+                                               projected_evaluator)
 from polyinterp.mnist.attack.bases import BASES, basis_approximants, basis_distribution, check_bases
 from polyinterp.mnist.attack.checkpoints import figure_steps
 from polyinterp.rules import panel_steps, resolve_steps
@@ -97,6 +98,57 @@ def test_projected_evaluator_matches_projecting_first():
                 for dirs in dir_sets:
                     direct = model(project_out(x, dirs))
                     torch.testing.assert_close(evaluate(dirs), direct, rtol=0, atol=1e-10 * direct.abs().max())
+
+
+def _roundoff_tolerance(models, x):
+    """Elementwise tolerance for a model on projected inputs computed by the incremental route against
+    the direct one: every term summed (g(x), the corrections in c = Vᵀx with ‖c‖ ≤ ‖x‖, the first layer)
+    is at most S = max_o (|α_o| + ‖β_o‖‖x‖ + ‖Γ_o‖_F‖x‖²), resp. ‖W₂‖(‖W₁‖‖x‖ + ‖b₁‖) + ‖b₂‖ for a
+    network, and a float64 sum of ~d² such terms is exact to d²·eps·S; 100·d² leaves room."""
+    d, r = x.shape[1], float(x.norm(dim=1).max())
+    out = {}
+    for name, m in models.items():
+        if isinstance(m, Approximant):
+            gnorm = 0.0 if m.gamma is None else float(m.gamma.flatten(1).norm(dim=1).max())
+            s = float(m.alpha.abs().max() + m.beta.norm(dim=1).max() * r) + gnorm * r * r
+        else:
+            s = 0.0
+            for p in m.parameters():
+                s = max(s, float(p.detach().norm()))
+            s = s * (s * r + s) + s
+        out[name] = 100 * d * d * torch.finfo(torch.float64).eps * s
+    return out
+
+
+def test_batched_evaluation_of_direction_sets_equals_projecting_first():
+    """Nested (prefix) and stacked (side by side, empty ones too) direction sets, every model kind:
+    each set's output against the model on the projected inputs."""
+    from polyinterp.mnist.model import GLUNet
+
+    g = torch.Generator().manual_seed(4)
+    asym = torch.randn(10, 20, 20, generator=g, dtype=torch.float64) / 20
+    models, x, beta, gen = _problem(gamma=asym, seed=4)
+    torch.manual_seed(4)
+    models["glu"] = GLUNet(20, 12, 10).double().eval()
+    models["other"] = lambda v: torch.tanh(v[:, :10])
+    vh = top_right_singular_vectors(beta)
+    batches = [DirectionSets.nested(vh, 6), DirectionSets.nested(vh, 12),
+               DirectionSets.stacked([random_orthonormal(20, k, gen) for k in (3, 0, 5, 3)]),
+               DirectionSets.stacked([random_orthonormal(20, 0, gen)] * 2)]
+    assert batches[1].spans[-1] == (0, 10) and len(batches[1]) == 13  # k beyond the rows: all of them
+    assert batches[2].spans == ((0, 3), (3, 3), (3, 8), (8, 11))
+    tol = _roundoff_tolerance({k: v for k, v in models.items() if k != "other"}, x)
+    with torch.no_grad():
+        for name, model in models.items():
+            evaluate = batch_evaluator(model, x)
+            for sets in batches:
+                outs = evaluate(Projection.of(x, sets))
+                assert len(outs) == len(sets)
+                for i, out in enumerate(outs):
+                    direct = model(project_out(x, sets[i]))
+                    torch.testing.assert_close(out, direct, rtol=0, atol=tol.get(name, 1e-12))
+        with pytest.raises(ValueError, match="Projection.of"):
+            batch_evaluator(models["linear"], x)(Projection.of(x.clone(), batches[0]))
 
 
 def test_attack_rows_equal_the_direct_route_for_every_basis():

@@ -13,7 +13,7 @@ import torch
 
 from polyinterp.approx import Approximant, GaussianMixture, SolverPlan
 from polyinterp.errors import ConfigError
-from polyinterp.mnist.attack.ablation import project_out, projected_evaluator
+from polyinterp.mnist.attack.projected import project_out, projected_evaluator
 from polyinterp.mnist.approximants import fit_approximants, load_approximants
 from polyinterp.mnist.metrics import metrics_table
 from polyinterp.mnist.model import (TRAINABLE_ACTIVATIONS, GLUNet, load_network, make_network, network_arch,

@@ -124,7 +124,17 @@ def load_approximants(path: str | Path, device="cpu", fit: str = "mixture") -> d
     """The approximants saved by :func:`approximants_step` that were fitted under ``fit``: keyed linear /
     quadratic / quadratic_sgd for the mixture, linear / quadratic for the Gaussian (empty when the run
     did not fit it)."""
+    return approximants_of(load_torch(path), device, fit)
+
+
+def load_approximant_fits(path: str | Path, device="cpu") -> dict[str, dict[str, Approximant]]:
+    """fit → :func:`load_approximants` of that fit, for every fit of :data:`FITS`, from one read of the file."""
     saved = load_torch(path)
+    return {fit: approximants_of(saved, device, fit) for fit in FITS}
+
+
+def approximants_of(saved: dict, device, fit: str) -> dict[str, Approximant]:
+    """The approximants fitted under ``fit`` in a loaded approximants file ``saved`` (layout: module docstring)."""
     group = saved if fit == "mixture" else saved.get(fit, {})
     return {name: Approximant.from_state_dict(group[name]).to(device)
             for name in ("linear", "quadratic", "quadratic_sgd") if name in group}

@@ -26,16 +26,17 @@ than 1e-6 relative against float64 (tested; see ``Approximant.__call__``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
 
-from polyinterp.approx import Approximant
+from polyinterp.approx import Approximant, GaussianMixture
 from polyinterp.approx.evaluate.metrics import accuracy_and_se, fvu_and_se, fvu_flat_and_se, kl_and_se
 from polyinterp.approx.evaluate.exact_fvu import exact_fvu
 from polyinterp.device import resolve_device
 from polyinterp.io import load_parquet, load_torch, save_parquet
-from polyinterp.mnist.approximants import FITS, load_approximants, load_gaussian_mixture
+from polyinterp.mnist.approximants import load_approximant_fits, load_gaussian_mixture
 from polyinterp.mnist.data import load_mnist
 from polyinterp.mnist.model import load_network, model_name, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
@@ -61,21 +62,49 @@ def _evaluate(fn, x: torch.Tensor) -> torch.Tensor:
     return torch.cat([fn(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)])
 
 
-def mixture_samples(mixture: dict, n: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def mixture_samples(mixture: dict | GaussianMixture, n: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` seeded samples of the class mixture (float64) and their component (class) labels;
-    the same samples at every checkpoint of a seed, so curves over training are comparable."""
-    return load_gaussian_mixture(mixture, device).sample(n, seed=seed, return_labels=True)
+    the same samples at every checkpoint of a seed, so curves over training are comparable.
+    ``mixture``: the saved mixture (rule ``mnist_mixture``) or it already loaded by
+    :func:`~polyinterp.mnist.approximants.load_gaussian_mixture` (the same samples either way)."""
+    mix = mixture if isinstance(mixture, GaussianMixture) else load_gaussian_mixture(mixture, device)
+    return mix.sample(n, seed=seed, return_labels=True)
+
+
+@dataclass(frozen=True)
+class EvaluationInputs:
+    """The inputs of one sampled ``distribution`` (``mixture`` samples or ``test`` images): ``x`` [n, d]
+    float64, their ``labels`` [n] and the network's outputs ``f`` [n, o] on them, shared by every
+    approximant and fit compared with it."""
+
+    distribution: str
+    x: torch.Tensor
+    labels: torch.Tensor
+    f: torch.Tensor
 
 
 @torch.no_grad()
-def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tensor, distribution: str,
-                  with_mlp: bool = True) -> list[dict]:
+def evaluation_inputs(ckpt: dict, model, mixture: dict | GaussianMixture, mnist, params: dict) -> list[EvaluationInputs]:
+    """The mixture samples (``params['mixture_samples']``, seeded by the checkpoint's seed:
+    :func:`mixture_samples`) and the preprocessed test images, with the network's outputs on each."""
+    device = next(iter(model.parameters())).device
+    x_mix, y_mix = mixture_samples(mixture, params["mixture_samples"], int(ckpt["seed"]), device)
+    x_te = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
+    y_te = torch.as_tensor(mnist.test_labels, device=device)
+    return [EvaluationInputs(name, x, y, _evaluate(lambda v: model(v), x))
+            for name, x, y in (("mixture", x_mix.to(device), y_mix.to(device)), ("test", x_te, y_te))]
+
+
+@torch.no_grad()
+def fidelity_rows(approximants: dict, inputs: EvaluationInputs, with_mlp: bool = True) -> list[dict]:
     """Accuracy of the MLP (``with_mlp``), and FVU, KL and accuracy of each approximant against it, on
-    inputs x, each with its standard error (``se``). An approximant is an :class:`~polyinterp.approx.Approximant` (its xᵀΓx in ``QUAD_DTYPE``)
+    ``inputs``, each with its standard error (``se``). An approximant is an :class:`~polyinterp.approx.Approximant` (its xᵀΓx in ``QUAD_DTYPE``)
     or any callable x [n, d] → [n, o] that chunks itself (the higher-degree forms)."""
-    f = _evaluate(lambda v: model(v), x)
+    f, x, labels = inputs.f, inputs.x, inputs.labels
+
     def row(name, metric, value_se):
-        return dict(approximant=name, distribution=distribution, metric=metric, value=value_se[0], se=value_se[1])
+        return dict(approximant=name, distribution=inputs.distribution, metric=metric, value=value_se[0],
+                    se=value_se[1])
 
     rows = [row("mlp", "accuracy", accuracy_and_se(f, labels))] if with_mlp else []
     for name, approx in approximants.items():
@@ -88,33 +117,34 @@ def fidelity_rows(model, approximants: dict, x: torch.Tensor, labels: torch.Tens
 
 
 def metrics_table(ckpt: dict, approx_path, mixture: dict, mnist, params: dict) -> pd.DataFrame:
-    """The metrics of every approximant in ``approx_path``, of each fit it holds (FITS)."""
+    """The metrics of every approximant in ``approx_path``, of each fit it holds (FITS). The file is read,
+    the mixture loaded and sampled, the test images preprocessed and the network evaluated once for
+    all fits."""
     device = resolve_device(params["device"])
     model = load_network(ckpt, device).to(torch.float64)
     mix = load_gaussian_mixture(mixture, device)
-    by_fit = {fit: load_approximants(approx_path, device, fit) for fit in FITS}
+    by_fit = load_approximant_fits(approx_path, device)
     # one exact_fvu call for every fit: the network's moments E f² (all h² unit pairs) once
     exact = exact_fvu(polynomial_network(model), {f"{fit}/{name}": g for fit, gs in by_fit.items()
                                                   for name, g in gs.items()}, mix)
+    inputs = evaluation_inputs(ckpt, model, mix, mnist, params)
     frames = [fidelity_table(ckpt, model, gs, {name: exact[f"{fit}/{name}"] for name in gs}, mixture, mnist, params,
-                             with_mlp=fit == "mixture", fit=fit)
+                             with_mlp=fit == "mixture", fit=fit, inputs=inputs)
               for fit, gs in by_fit.items() if gs]
     return pd.concat(frames, ignore_index=True)
 
 
 def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float], mixture: dict, mnist,
-                   params: dict, with_mlp: bool = True, fit: str | dict = "mixture") -> pd.DataFrame:
+                   params: dict, with_mlp: bool = True, fit: str | dict = "mixture",
+                   inputs: list[EvaluationInputs] | None = None) -> pd.DataFrame:
     """The metrics table (schema above) of ``approximants`` of the checkpoint's ``model``: Monte Carlo on
     ``params['mixture_samples']`` seeded mixture samples (the same samples at every checkpoint of a
     seed, for every approximant) and on the test images, plus one ``mixture_exact`` FVU row per entry
     of ``exact`` (name → value); the network's accuracy rows with ``with_mlp``. ``fit``: the
-    distribution the approximants were fitted under, one for all or per name."""
-    device = next(iter(model.parameters())).device
-    x_mix, y_mix = mixture_samples(mixture, params["mixture_samples"], int(ckpt["seed"]), device)
-    x_te = apply_preprocess(mnist.test_images, ckpt["preprocess"], dtype=torch.float64).to(device)
-    y_te = torch.as_tensor(mnist.test_labels, device=device)
-    rows = fidelity_rows(model, approximants, x_mix.to(device), y_mix.to(device), "mixture", with_mlp)
-    rows += fidelity_rows(model, approximants, x_te, y_te, "test", with_mlp)
+    distribution the approximants were fitted under, one for all or per name. ``inputs``: those of
+    :func:`evaluation_inputs` when already made (several fits of one checkpoint share them)."""
+    inputs = inputs or evaluation_inputs(ckpt, model, mixture, mnist, params)
+    rows = [r for inp in inputs for r in fidelity_rows(approximants, inp, with_mlp)]
     rows += [dict(approximant=name, distribution="mixture_exact", metric="fvu", value=value, se=0.0)
              for name, value in exact.items()]
     df = pd.DataFrame(rows)
@@ -126,7 +156,7 @@ def fidelity_table(ckpt: dict, model, approximants: dict, exact: dict[str, float
     df["mlp_train_loss"] = float(ckpt["train_loss"])
     df["mlp_test_accuracy"] = float(ckpt["test_accuracy"])
     df["ridge"] = float(mixture["ridge"])
-    df["n_samples"] = [{"mixture": len(x_mix), "test": len(x_te)}.get(d, 0) for d in df["distribution"]]
+    df["n_samples"] = [{inp.distribution: len(inp.x) for inp in inputs}.get(d, 0) for d in df["distribution"]]
     return df[list(COLUMNS)].astype(COLUMNS)
 
 

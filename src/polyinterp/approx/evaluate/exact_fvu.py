@@ -3,8 +3,9 @@
     FVU = E‖f − g‖² / Σ_o Var f_o,   E‖f − g‖² = Σ_o (E f_o² − 2 E[f_o g_o] + E g_o²),
 
 every expectation under the mixture (the weighted sum over components). E[f g] contracts g's
-coefficients with E[f], E[f x], E[f x xᵀ] (the normal equations' right-hand side) and E g² is one
-Gram-operator product (:mod:`polyinterp.approx.evaluate.metrics`); E f² needs the second moments of the
+coefficients with E[f], E[f x], E[f x xᵀ] (the normal equations' right-hand side) and E g² is
+(E_k g)² + Var_k g per component, one product ΓΣ_k per output
+(:func:`polyinterp.approx.evaluate.metrics.expected_sq_norm`); E f² needs the second moments of the
 hidden layer, E[h_i h_j] for every pair of hidden units under each component — a bivariate
 Gaussian expectation (:mod:`polyinterp.approx.moments.bivariate`: closed form for ReLU MLPs, quadrature in
 one variable and exact in the others for other activations and GLUs). This is the quantity the

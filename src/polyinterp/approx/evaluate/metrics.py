@@ -8,7 +8,7 @@ from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.moments.monomial_rhs import monomial_rhs
-from polyinterp.approx.solvers.gram_operator import GramOperator, inner
+from polyinterp.approx.solvers.gram_operator import inner
 
 
 def _pair(f: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -142,11 +142,26 @@ def expected_inner(model, approximant: Approximant, mixture: GaussianMixture) ->
 
 
 def expected_sq_norm(approximant: Approximant, mixture: GaussianMixture) -> torch.Tensor:
-    """E[g_o²] under the mixture, per output [o] (exact, one Gram-operator product)."""
+    """E[g_o²] under the mixture, per output [o] (exact).
+
+    Per component k (x = μ_k + z, z ~ N(0, Σ_k)) g = c + bᵀz + zᵀΓz with c = α + βμ + μᵀΓμ,
+    b = β + 2Γμ (Γ symmetrised: xᵀΓx is the form of its symmetric part), and Isserlis gives
+    E_k g = c + tr(ΓΣ), Var_k g = bᵀΣb + 2 tr(ΓΣΓΣ) (the odd moments vanish). With P = ΓΣ both traces
+    are read off P (tr P, Σ_ij P_ij P_ji), so each output and component costs one d × d × d product,
+    half of the Gram operator's ΣΓΣ (which also forms E[g x xᵀ], not needed here)."""
     g = approximant.to(mixture.device, mixture.dtype).quadratic()
     if not bool(g.gamma.any()):  # linear: Σ_k w_k [(α + βμ_k)² + β Σ_k βᵀ], no d³ products
         mean = g.alpha[None, :] + mixture.means @ g.beta.T  # [K, o]
         var = torch.einsum("od,kde,oe->ko", g.beta, mixture.covs, g.beta)
         return (mixture.weights[:, None] * (mean * mean + var)).sum(0)
-    theta = (g.alpha, g.beta, g.gamma)
-    return inner(theta, GramOperator(mixture)(theta))
+    o, d = g.o, g.d
+    gamma = 0.5 * (g.gamma + g.gamma.transpose(1, 2))
+    out = torch.zeros(o, dtype=mixture.dtype, device=mixture.device)
+    for w, mu, S in zip(mixture.weights, mixture.means, mixture.covs):
+        P = (gamma.reshape(o * d, d) @ S).view(o, d, d)  # Γ_o Σ_k
+        gmu = gamma @ mu  # [o, d]
+        mean = g.alpha + g.beta @ mu + gmu @ mu + P.diagonal(dim1=1, dim2=2).sum(-1)
+        b = g.beta + 2 * gmu
+        var = ((b @ S) * b).sum(-1) + 2 * (P * P.transpose(1, 2)).sum((1, 2))
+        out += w * (mean * mean + var)
+    return out

@@ -34,7 +34,8 @@ class FactoredHessian:
         (0 when the Hessian has no terms)."""
         out = None
         for L, R, C in self.terms:
-            LS, RS = L @ S, R @ S
+            LS = L @ S
+            RS = LS if R is L else R @ S  # the MLP's term is W₁ᵀ diag(c) W₁: one product
             M = torch.einsum("hi,oh,hj->oij", LS, C, RS)
             M = M + M.transpose(1, 2)
             out = M if out is None else out.add_(M)

@@ -5,9 +5,10 @@ approximant's coefficient matrix β and measure the accuracy of the MLP and its 
 Control: the same with k random orthonormal directions (seeded, several draws; the same draws for
 every basis, since they do not depend on β).
 
-Every model is evaluated on x' = x − (xV)Vᵀ through quantities computed once on x (see
-:func:`projected_evaluator`), so a direction set V [d, k] costs O(n·d·o·k + o·d²·k) instead of a full
-O(n·o·d²) quadratic evaluation; ``project_out`` + ``accuracies`` is the direct route the tests compare with.
+Every model is evaluated on x' = x − (xV)Vᵀ through quantities computed once on x, many direction
+sets at a time (:mod:`polyinterp.mnist.attack.projected`), so a direction set V [d, k] costs
+O(n·d·o·k + o·d²·k) instead of a full O(n·o·d²) quadratic evaluation; ``project_out`` +
+``accuracies`` is the direct route the tests compare with.
 
 Table schema (see docs/outputs.md, "Tables"):
     model str (the network's name, mnist.models), seed int64, step int64, basis str {mixture, gaussian, standard_normal}, k int64,
@@ -22,21 +23,18 @@ Random rows repeat, per basis, the same draws.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pandas as pd
 import torch
-from torch import nn
 
-from polyinterp.approx import Approximant
 from polyinterp.device import resolve_device
 from polyinterp.errors import ConfigError
 from polyinterp.io import load_torch, save_parquet, save_torch
 from polyinterp.mnist.approximants import load_approximants, load_gaussian_mixture
 from polyinterp.mnist.attack.bases import basis_approximants, basis_model_name, check_bases
 from polyinterp.mnist.attack.checkpoints import figure_steps, load_attack_table
+from polyinterp.mnist.attack.projected import DirectionSets, Projection, batch_evaluator, project_out
 from polyinterp.mnist.data import load_mnist
-from polyinterp.mnist.model import GLUNet, load_network, model_name, polynomial_network
+from polyinterp.mnist.model import load_network, model_name, polynomial_network
 from polyinterp.mnist.preprocess import apply_preprocess
 
 COLUMNS = {"model": "string", "seed": "int64", "step": "int64", "basis": "string", "k": "int64", "directions": "string",
@@ -55,13 +53,6 @@ def random_orthonormal(d: int, k: int, generator: torch.Generator, dtype=torch.f
     return (q * torch.sign(torch.diagonal(r))).T
 
 
-def project_out(x: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
-    """x minus its component in the span of the orthonormal rows of ``directions``."""
-    if len(directions) == 0:
-        return x
-    return x - (x @ directions.T) @ directions
-
-
 def _accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float((logits.argmax(1) == y).double().mean())
 
@@ -73,107 +64,39 @@ def accuracies(models: dict, x: torch.Tensor, y: torch.Tensor) -> dict[str, floa
 
 
 @torch.no_grad()
-def projected_evaluator(model, x: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The function ``dirs ↦ model(project_out(x, dirs))`` (dirs [k, d], orthonormal rows), with the
-    work that does not depend on dirs done once here. With V = dirsᵀ and c = xV:
-
-    - Approximant: β·x' = β·x − (βV)·c and x'ᵀΓx' = xᵀΓx − 2 cᵀVᵀΓₛx + cᵀ(VᵀΓₛV)c (Γₛ = (Γ + Γᵀ)/2),
-      so g(x) is computed once and each call costs O(n·d·o·k + o·d²·k);
-    - ``nn.Sequential`` starting with ``nn.Linear`` (the MLP): W₁x' + b = (W₁x + b) − c(W₁V)ᵀ;
-    - :class:`~polyinterp.mnist.model.GLUNet`: the same for its gate and value layers;
-    - anything else: projected and evaluated directly.
-    """
-    if isinstance(model, Approximant):
-        return _approximant_evaluator(model, x)
-    if isinstance(model, nn.Sequential) and len(model) and isinstance(model[0], nn.Linear):
-        return _sequential_evaluator(model, x)
-    if isinstance(model, GLUNet):
-        return _glu_evaluator(model, x)
-    return lambda dirs: model(project_out(x, dirs))
-
-
-def _approximant_evaluator(approx: Approximant, x: torch.Tensor):
-    x = x.to(approx.dtype)
-    g0 = approx(x)
-    gamma = None if approx.gamma is None else 0.5 * (approx.gamma + approx.gamma.transpose(1, 2))
-
-    @torch.no_grad()
-    def evaluate(dirs: torch.Tensor) -> torch.Tensor:
-        if len(dirs) == 0:
-            return g0
-        V = dirs.T.to(x.dtype)  # [d, k]
-        c = x @ V  # [n, k]
-        out = g0 - c @ (approx.beta @ V).T
-        if gamma is not None:
-            GV = gamma @ V  # [o, d, k]
-            xGV = (x @ GV.permute(1, 0, 2).reshape(approx.d, -1)).view(len(x), approx.o, -1)  # [n, o, k]
-            out = out - 2 * torch.einsum("nok,nk->no", xGV, c) + torch.einsum("nk,okl,nl->no", c, V.T @ GV, c)
-        return out
-
-    return evaluate
-
-
-def _sequential_evaluator(model: nn.Sequential, x: torch.Tensor):
-    first, rest = model[0], model[1:]
-    h0 = first(x)
-
-    @torch.no_grad()
-    def evaluate(dirs: torch.Tensor) -> torch.Tensor:
-        if len(dirs) == 0:
-            return rest(h0)
-        return rest(_projected_layer(h0, first, x, dirs))
-
-    return evaluate
-
-
-def _projected_layer(h0: torch.Tensor, layer: nn.Linear, x: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
-    """layer(x − (xV)Vᵀ) from h0 = layer(x): h0 − (xV)(WV)ᵀ (V = dirsᵀ)."""
-    V = dirs.T.to(x.dtype)
-    return h0 - (x @ V) @ (layer.weight @ V).T
-
-
-def _glu_evaluator(model: GLUNet, x: torch.Tensor):
-    g0, v0 = model.gate(x), model.value(x)
-
-    @torch.no_grad()
-    def evaluate(dirs: torch.Tensor) -> torch.Tensor:
-        if len(dirs) == 0:
-            return model.out(model.act(g0) * v0)
-        return model.out(model.act(_projected_layer(g0, model.gate, x, dirs)) * _projected_layer(v0, model.value, x, dirs))
-
-    return evaluate
-
-
-@torch.no_grad()
 def attack_rows(models: dict, basis_betas: dict, basis_models: dict, x, y, k_max: int, draws: int,
                 seed: int) -> list[dict]:
     """Accuracy rows for k = 0…k_max top SVD directions of each basis's β (``basis_betas``: basis → β
     [o, d]) and for ``draws`` random direction sets per k (drawn in the order k, draw from a generator
     seeded with ``seed``; the same sets for every basis). ``models`` are evaluated under every basis;
     ``basis_models[basis]`` (name → model) under that basis only. Each common model's random-direction
-    accuracy is computed once and repeated under every basis."""
-    common = {name: projected_evaluator(m, x) for name, m in models.items()}
+    accuracy is computed once and repeated under every basis.
+
+    The projections are batched (:mod:`polyinterp.mnist.attack.projected`): a basis's k = 0…k_max
+    sets are prefixes of one matrix, a k's random draws are stacked; the coordinates of x along each
+    batch are computed once for all models (and, for the random draws, all bases)."""
+    evaluators = {name: batch_evaluator(m, x) for name, m in models.items()}
     gen = torch.Generator().manual_seed(seed)
-    random_sets = [[random_orthonormal(x.shape[1], k, gen).to(x.device) for _ in range(draws)]
+    random_sets = [Projection.of(x, DirectionSets.stacked([random_orthonormal(x.shape[1], k, gen) for _ in range(draws)],
+                                                          x.shape[1]))
                    for k in range(k_max + 1)]
-    common_random = {(k, draw, name): _accuracy(evaluate(dirs), y)
-                     for k, sets in enumerate(random_sets) for draw, dirs in enumerate(sets)
-                     for name, evaluate in common.items()}
+    common_random = {name: [[_accuracy(out, y) for out in evaluate(p)] for p in random_sets]
+                     for name, evaluate in evaluators.items()}  # [name][k][draw]
     rows = []
     for basis, beta in basis_betas.items():
-        vh = top_right_singular_vectors(beta)
-        extra = {name: projected_evaluator(m, x) for name, m in basis_models.get(basis, {}).items()}
+        svd = Projection.of(x, DirectionSets.nested(top_right_singular_vectors(beta), k_max))
+        extra = {name: batch_evaluator(m, x) for name, m in basis_models.get(basis, {}).items()}
+        svd_acc = {name: [_accuracy(out, y) for out in evaluate(svd)]
+                   for name, evaluate in {**evaluators, **extra}.items()}  # [name][k]
+        random_acc = {**common_random, **{name: [[_accuracy(out, y) for out in evaluate(p)] for p in random_sets]
+                                          for name, evaluate in extra.items()}}
         for k in range(k_max + 1):
-            for name, evaluate in {**common, **extra}.items():
-                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, predictor=name,
-                                 accuracy=_accuracy(evaluate(vh[:k]), y)))
-            for draw, dirs in enumerate(random_sets[k]):
-                for name in common:
+            for name in svd_acc:
+                rows.append(dict(basis=basis, k=k, directions="svd", draw=0, predictor=name, accuracy=svd_acc[name][k]))
+            for draw in range(draws):
+                for name in random_acc:
                     rows.append(dict(basis=basis, k=k, directions="random", draw=draw, predictor=name,
-                                     accuracy=common_random[k, draw, name]))
-                for name, evaluate in extra.items():
-                    rows.append(dict(basis=basis, k=k, directions="random", draw=draw, predictor=name,
-                                     accuracy=_accuracy(evaluate(dirs), y)))
+                                     accuracy=random_acc[name][k][draw]))
     return rows
 
 
