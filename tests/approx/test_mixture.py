@@ -85,20 +85,3 @@ def test_to_dtype_and_single():
 
 def test_float32_weights_summing_to_one_in_float32_are_accepted():
     GaussianMixture(torch.tensor([0.5, 0.3, 0.2]), torch.zeros(3, 2), torch.eye(2).expand(3, 2, 2))
-
-
-@pytest.mark.parametrize("n_batches, chunk", [(7, 3), (4, 16), (5, 1)])
-def test_sample_batches_are_successive_samples(n_batches, chunk):
-    """sample_batches draws what successive sample() calls draw, in the same order: the batches agree
-    to round-off of the per-component products (float64; the rows only move between products of
-    other sizes) and the generator ends in the same state."""
-    w, m, c = _parts()
-    mix = GaussianMixture(w, m, c)
-    g_one, g_many = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
-    one = [mix.sample(50, g_one) for _ in range(n_batches)]
-    many = list(mix.sample_batches(n_batches, 50, g_many, chunk=chunk))
-    assert len(many) == n_batches and all(b.shape == (50, 4) for b in many)
-    torch.testing.assert_close(torch.stack(many), torch.stack(one), rtol=1e-13, atol=1e-13)
-    assert torch.equal(g_one.get_state(), g_many.get_state())
-    with pytest.raises(ApproxInputError, match="chunk"):
-        next(mix.sample_batches(1, 5, g_many, chunk=0))

@@ -251,31 +251,3 @@ def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixtur
     assert not torch.allclose(got.gamma, start.gamma, rtol=1e-3)  # it moved
     with pytest.raises(ApproxInputError, match="unknown sgd optimizer 'adam'"):
         quadratic_approximant(model, mix, method="sgd", steps=1, optimizer="adam", seed=0)
-
-
-def test_copy_swap_wrapper_steps_as_the_library_wrapper_bit_for_bit():
-    """The SGD fit's wrapper differs from schedule-free's only in how it exchanges two buffers: the
-    parameters after every step are bitwise those of the library's wrapper."""
-    import schedulefree
-
-    from polyinterp.approx.fits.quadratic_sgd import copy_swap_wrapper
-
-    g = torch.Generator().manual_seed(0)
-    start = [torch.randn(3, 7, 7, generator=g), torch.randn(3, 7, generator=g)]
-    data = [torch.randn(16, 7, generator=g) for _ in range(12)]
-    runs = []
-    for wrapper in (schedulefree.ScheduleFreeWrapper, copy_swap_wrapper(schedulefree)):
-        params = [p.clone().requires_grad_(True) for p in start]
-        opt = wrapper(torch.optim.SGD(params, lr=1e-2), momentum=0.9)
-        opt.train()
-        trace = []
-        for x in data:
-            loss = (torch.einsum("ni,oij,nj->no", x, params[0], x) + x @ params[1].T).pow(2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            trace.append([p.detach().clone() for p in params])
-        runs.append(trace)
-    for a, b in zip(*runs):
-        assert all(torch.equal(u, v) for u, v in zip(a, b))
-    assert not torch.equal(runs[0][-1][0], start[0])  # it moved

@@ -205,37 +205,13 @@ class GaussianMixture:
             raise ApproxInputError(f"number of samples must be a non-negative int, got {n!r}")
         if generator is None and seed is not None:
             generator = torch.Generator(device=self.device).manual_seed(int(seed))
-        labels, eps = self._draw(n, generator)
-        x = self._transform(labels, eps)
-        return (x, labels) if return_labels else x
-
-    def sample_batches(self, n_batches: int, batch: int, generator: torch.Generator, *, chunk: int = 16):
-        """Yield ``n_batches`` batches [batch, d]: the same draws as ``n_batches`` successive calls
-        ``sample(batch, generator)`` (the generator's numbers are consumed in the same order), equal
-        to them up to round-off in the per-component products. The products run on ``chunk`` batches
-        at once, where a batch alone gives each component a few rows and the products are slow."""
-        if not isinstance(n_batches, int) or n_batches < 0 or not isinstance(batch, int) or batch < 0:
-            raise ApproxInputError(f"n_batches and batch must be non-negative ints, got {n_batches!r} and {batch!r}")
-        if not isinstance(chunk, int) or chunk < 1:
-            raise ApproxInputError(f"chunk must be a positive int, got {chunk!r}")
-        for first in range(0, n_batches, chunk):
-            draws = [self._draw(batch, generator) for _ in range(min(chunk, n_batches - first))]
-            x = self._transform(torch.cat([lab for lab, _ in draws]), torch.cat([eps for _, eps in draws]))
-            yield from (x.split(batch) if batch else [x] * len(draws))
-
-    def _draw(self, n: int, generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The component labels [n] and standard normal draws [n, d] behind ``n`` samples, in that order."""
         labels = torch.multinomial(self.weights, n, replacement=True, generator=generator) if n else \
             torch.zeros(0, dtype=torch.long, device=self.device)
         eps = torch.randn(n, self.d, generator=generator, dtype=self.dtype, device=self.device)
-        return labels, eps
-
-    def _transform(self, labels: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
-        """μ_k + A_k ε for each row's component k."""
         A = self._sqrt_factors()
-        x = torch.empty(eps.shape[0], self.d, dtype=self.dtype, device=self.device)
+        x = torch.empty(n, self.d, dtype=self.dtype, device=self.device)
         for k in range(self.K):
             idx = (labels == k).nonzero().squeeze(1)
             if idx.numel():
                 x[idx] = self.means[k] + eps[idx] @ A[k].T
-        return x
+        return (x, labels) if return_labels else x

@@ -22,20 +22,6 @@ def _evaluate(alpha, beta, P, x):
 OPTIMIZERS = ("adamw_schedulefree", "sgd_schedulefree")
 
 
-def _copy_swap(x: torch.Tensor, y: torch.Tensor) -> None:
-    """Exchange the contents of ``x`` and ``y`` (same shape and dtype) in place."""
-    held = x.clone()
-    x.copy_(y)
-    y.copy_(held)
-
-
-def copy_swap_wrapper(schedulefree):
-    """schedule-free's ``ScheduleFreeWrapper`` with its buffer swap done by copies: the same
-    exchange, bit for bit, as the library's three byte-wise XOR passes, which on a CPU cost more
-    than the step they surround."""
-    return type("ScheduleFreeWrapperCopySwap", (schedulefree.ScheduleFreeWrapper,), {"swap": staticmethod(_copy_swap)})
-
-
 def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: int = 256, lr: float = 1e-3,
                   warmup_steps: int = 0, generator: torch.Generator | None = None, seed: int | None = None,
                   dtype: torch.dtype = torch.float32, init: str = "standard", optimizer: str = "adamw_schedulefree",
@@ -77,10 +63,11 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     if optimizer == "adamw_schedulefree":
         opt = schedulefree.AdamWScheduleFree([alpha, beta, P], lr=lr, warmup_steps=warmup_steps)
     else:
-        opt = copy_swap_wrapper(schedulefree)(torch.optim.SGD([alpha, beta, P], lr=lr), momentum=momentum)
+        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD([alpha, beta, P], lr=lr), momentum=momentum)
     opt.train()
-    last_loss = None
-    for x in mixture.sample_batches(steps, batch, generator):
+    losses = []
+    for _ in range(steps):
+        x = mixture.sample(batch, generator)
         with torch.no_grad():
             target = model(x).to(dtype)
         x = x.to(dtype)
@@ -88,7 +75,7 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        last_loss = loss.detach()
+        losses.append(float(loss.detach()))
     if optimizer == "adamw_schedulefree":
         opt.eval()  # the schedule-free averaged iterate
     with torch.no_grad():
@@ -97,4 +84,4 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     return Approximant(*coefficients, {
         "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
         "init": init, "optimizer": optimizer, **({"momentum": momentum} if optimizer == "sgd_schedulefree" else {}),
-        "seconds": time.perf_counter() - t0, "final_batch_mse": float(last_loss) if last_loss is not None else float("nan")})
+        "seconds": time.perf_counter() - t0, "final_batch_mse": losses[-1] if losses else float("nan")})
