@@ -79,6 +79,22 @@ def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
     return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
 
 
+@torch.no_grad()
+def unit_directions_(w: torch.Tensor, dim: int) -> None:
+    """Scale ``w`` in place so that its vectors along ``dim`` (a decoder's directions) have unit norm."""
+    w.div_(w.norm(dim=dim, keepdim=True).clamp_min(1e-12))
+
+
+@torch.no_grad()
+def remove_parallel_grad_(w: torch.Tensor, dim: int) -> None:
+    """Project out of ``w.grad``'s vectors along ``dim`` their component along ``w``'s (unit) vectors,
+    in place; nothing when ``w`` has no gradient."""
+    if w.grad is None:
+        return
+    g = w.grad
+    g.sub_(w * (w * g).sum(dim, keepdim=True))
+
+
 class TopKSAE(nn.Module):
     def __init__(self, d: int, m: int, k: int):
         super().__init__()
@@ -112,15 +128,12 @@ class TopKSAE(nn.Module):
 
     @torch.no_grad()
     def normalize_decoder(self) -> None:
-        self.W_dec.div_(self.W_dec.norm(dim=0, keepdim=True).clamp_min(1e-12))
+        unit_directions_(self.W_dec, dim=0)
 
     @torch.no_grad()
     def remove_parallel_grad(self) -> None:
         """Project out of each decoder column's gradient its component along the (unit) column."""
-        if self.W_dec.grad is None:
-            return
-        w, g = self.W_dec, self.W_dec.grad
-        g.sub_(w * (w * g).sum(0, keepdim=True))
+        remove_parallel_grad_(self.W_dec, dim=0)
 
     def state(self) -> dict:
         return {"d": self.d, "m": self.m, "k": self.k,

@@ -28,7 +28,8 @@ import torch
 from torch import nn
 
 from polyinterp.cubic.regressor.batched import batched_linear
-from polyinterp.cubic.sae.autoencoder import TopKSAE, geometric_median, topk_relu
+from polyinterp.cubic.sae.autoencoder import (TopKSAE, geometric_median, remove_parallel_grad_, topk_relu,
+                                              unit_directions_)
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
 log = logging.getLogger(__name__)
@@ -74,17 +75,12 @@ class BatchedTopKSAE(nn.Module):
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         return batched_linear(z, self.W_dec) + self.b_dec.unsqueeze(1)
 
-    @torch.no_grad()
     def normalize_decoder(self) -> None:
-        self.W_dec.div_(self.W_dec.norm(dim=1, keepdim=True).clamp_min(1e-12))
+        unit_directions_(self.W_dec, dim=1)
 
-    @torch.no_grad()
     def remove_parallel_grad(self) -> None:
         """Project out of each decoder column's gradient its component along the (unit) column."""
-        if self.W_dec.grad is None:
-            return
-        w, g = self.W_dec, self.W_dec.grad
-        g.sub_(w * (w * g).sum(1, keepdim=True))
+        remove_parallel_grad_(self.W_dec, dim=1)
 
     @torch.no_grad()
     def single(self, p: int) -> TopKSAE:
