@@ -9,19 +9,19 @@
 #   git archive <commit> src | tar -x -C /tmp/polyinterp_old); OUT: a new folder for the outputs, laid
 #   out as a run (OUT/results/mnist/...) so that `python bench/compare_runs.py OUT_A OUT_B` compares
 #   the tables of two of them, and OUT/times.tsv (one row per job). RUN_RESULTS: a finished run's
-#   results/ (default /work/runs/authors_code/results, read only: its checkpoint, approximants,
+#   results/ (default: results, this checkout's run; read only: its checkpoint, approximants,
 #   mixture and MNIST file are copied to /tmp/bench_metrics_attack_inputs once). SEED, STEP: the
 #   checkpoint (default 0 and 65536). Params: the paper config's (2·10^4 mixture samples; bases
 #   mixture, gaussian, standard_normal; k_max 10; 5 random draws); DEVICE (env, default cpu) sets
-#   their device. PYTHON (env): the interpreter (default /work/main/.venv/bin/python). NICE (env):
+#   their device. PYTHON (env): the interpreter (default .venv/bin/python). NICE (env):
 #   a nice level for the jobs (default 0: none).
 set -euo pipefail
 src=$(cd "$1" && pwd)
 out=$2
-run=${3:-/work/runs/authors_code/results}
+run=${3:-results}
 seed=${4:-0}
 step=${5:-65536}
-py=${PYTHON:-/work/main/.venv/bin/python}
+py=${PYTHON:-.venv/bin/python}
 device=${DEVICE:-cpu}
 nice_level=${NICE:-0}
 
