@@ -95,6 +95,21 @@ def remove_parallel_grad_(w: torch.Tensor, dim: int) -> None:
     g.sub_(w * (w * g).sum(dim, keepdim=True))
 
 
+def training_schedule(n: int, params: dict, generator: torch.Generator, device):
+    """An SAE's ``params["steps"]`` training steps over ``n`` rows: per step (1-based) the row indices of
+    its batch (``batch_size`` rows of a fresh permutation of the rows, drawn from ``generator`` when the
+    current one has too few left) and its learning rate (``lr``, decaying linearly to 0 over the last
+    ``decay_frac`` of the steps). One schedule for one SAE and for a batch of SAEs trained as one."""
+    steps, bs = params["steps"], params["batch_size"]
+    perm, pos = None, n
+    for step in range(1, steps + 1):
+        if pos + bs > n:
+            perm, pos = torch.randperm(n, generator=generator).to(device), 0
+        idx = perm[pos : pos + bs]
+        pos += bs
+        yield step, idx, params["lr"] * min(1.0, (steps - step + 1) / max(1, int(params["decay_frac"] * steps)))
+
+
 class TopKSAE(nn.Module):
     def __init__(self, d: int, m: int, k: int):
         super().__init__()
@@ -205,15 +220,10 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
     opt = torch.optim.Adam(sae.parameters(), lr=params["lr"], betas=(0.9, 0.999), eps=6.25e-10, foreach=True)
     since_fired = torch.zeros(m, dtype=torch.long, device=device)
     steps, bs = params["steps"], params["batch_size"]
-    perm, pos = None, n
     curve, acc = [], {"mse": 0.0, "aux": 0.0, "count": 0}
     t0 = time.time()
-    for step in range(1, steps + 1):
-        if pos + bs > n:
-            perm, pos = torch.randperm(n, generator=gen).to(device), 0
-        xb = x_dev.index_select(0, perm[pos : pos + bs])
-        pos += bs
-        lr = params["lr"] * min(1.0, (steps - step + 1) / max(1, int(params["decay_frac"] * steps)))
+    for step, idx, lr in training_schedule(n, params, gen, device):
+        xb = x_dev.index_select(0, idx)
         for group in opt.param_groups:
             group["lr"] = lr
         pre = sae.pre(xb)

@@ -29,7 +29,7 @@ from torch import nn
 
 from polyinterp.cubic.regressor.batched import batched_linear
 from polyinterp.cubic.sae.autoencoder import (TopKSAE, geometric_median, remove_parallel_grad_, topk_relu,
-                                              unit_directions_)
+                                              training_schedule, unit_directions_)
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
 log = logging.getLogger(__name__)
@@ -148,16 +148,11 @@ def train_saes(x: torch.Tensor, params: dict, seed: int, device, names: list[str
     opt = torch.optim.Adam(sae.parameters(), lr=params["lr"], betas=(0.9, 0.999), eps=6.25e-10, foreach=True)
     since_fired = torch.zeros(P, m, dtype=torch.long, device=device)
     steps, bs = params["steps"], params["batch_size"]
-    perm, pos = None, n
     acc_mse, acc_aux = (torch.zeros(P, dtype=torch.float64, device=device) for _ in range(2))
     count = 0
     t0 = time.time()
-    for step in range(1, steps + 1):
-        if pos + bs > n:
-            perm, pos = torch.randperm(n, generator=gen).to(device), 0
-        xb = x_dev.index_select(1, perm[pos : pos + bs])
-        pos += bs
-        lr = params["lr"] * min(1.0, (steps - step + 1) / max(1, int(params["decay_frac"] * steps)))
+    for step, idx, lr in training_schedule(n, params, gen, device):
+        xb = x_dev.index_select(1, idx)
         for group in opt.param_groups:
             group["lr"] = lr
         pre = sae.pre(xb)
