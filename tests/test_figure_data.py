@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from polyinterp.figures.cubic import bands as cubic_bands, clamp as cubic_clamp, fit as cubic_fit
+from figure_checks import assert_readable
+from polyinterp.figures.cubic import bands as cubic_bands, capacity as cubic_capacity, clamp as cubic_clamp
+from polyinterp.figures.cubic import fit as cubic_fit, grid as cubic_grid, joint_clamp as cubic_joint_clamp
 from polyinterp.figures.cubic import landmarks as cubic_landmarks, slopes as cubic_slopes
+from polyinterp.figures.cubic import thresholds as cubic_thresholds, views as cubic_views
 from polyinterp.figures.mnist import ablation as mnist_ablation, curves as mnist_curves, features as mnist_features
 
 pytestmark = pytest.mark.e2e
@@ -18,6 +21,28 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def res(smoke_run):
     return smoke_run / "results"
+
+
+CUBIC_FIGURE_MODULES = (cubic_bands, cubic_capacity, cubic_clamp, cubic_fit, cubic_grid, cubic_joint_clamp,
+                        cubic_landmarks, cubic_slopes, cubic_thresholds, cubic_views)
+
+
+@pytest.fixture
+def readable(monkeypatch):
+    """Every cubic figure is checked for readability (figure_checks.assert_readable) just before it is
+    saved; returns the list of the figures checked."""
+    from polyinterp.io import save_figure
+
+    checked = []
+
+    def check_then_save(fig, *paths):
+        assert_readable(fig)
+        checked.append(fig._suptitle.get_text() if fig._suptitle else "")
+        save_figure(fig, *paths)
+
+    for module in CUBIC_FIGURE_MODULES:
+        monkeypatch.setattr(module, "save_figure", check_then_save)
+    return checked
 
 
 def _out(tmp_path, name):
@@ -226,7 +251,7 @@ def test_fig6_curves_are_the_attack_table_over_training(res, tmp_path):
         ("mixture", "mlp"), ("gaussian", "linear_gaussian"), ("standard_normal", "linear_standard_normal"), ("any", "random")}
 
 
-def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
+def test_cubic_figures_draw_what_the_tables_say(res, tmp_path, readable):
     c = res / "cubic" / "seed0"
     fit = cubic_fit.fit_figure(curves=str(c / "fit_curves.parquet"), train_curves=[str(c / "train_curve.parquet")],
                                fit=[str(c / "fit.parquet")], out=_out(tmp_path, "fit"))
@@ -272,9 +297,7 @@ def test_cubic_figures_draw_what_the_tables_say(res, tmp_path):
     assert cl["factors"] == sorted(clamp.factor.unique()) and cl["curves"] == sorted(clamp.curve.unique())
 
 
-def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path):
-    from polyinterp.figures.cubic import capacity as cubic_capacity, grid as cubic_grid
-
+def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path, readable):
     cap = pd.read_parquet(res / "cubic/capacity.parquet")
     drawn = cubic_capacity.capacity_figure(table=str(res / "cubic/capacity.parquet"), out=_out(tmp_path, "capacity"))
     assert drawn["order"] == cap.sort_values(["n_params", "variant"]).variant.tolist()  # one seed in smoke
@@ -297,3 +320,17 @@ def test_capacity_and_grid_figures_draw_what_the_tables_say(res, tmp_path):
         live = lat[(lat.network == network) & (lat.active_frac > 0)]
         assert g["medians"][network]["range_corr"] == pytest.approx(live.range_corr.median())
         assert len(g["points"][network]["range_corr"]) == len(live)
+
+
+def test_the_other_cubic_figures_are_readable(res, tmp_path, readable):
+    """The cubic figures the tests above do not draw, from the smoke run's tables: no legend over data, no
+    title over a panel's title (the fixture checks each before it is saved)."""
+    c = res / "cubic" / "seed0"
+    joint = cubic_joint_clamp.joint_clamp_figure(curves=str(c / "joint_clamp.parquet"),
+                                                 fits=str(c / "joint_clamp_fits.parquet"), out=_out(tmp_path, "joint"))
+    fits = pd.read_parquet(c / "joint_clamp_fits.parquet")
+    assert joint["interventions"] == list(dict.fromkeys(fits.intervention))
+    cubic_thresholds.thresholds_figure(tables=[str(c / "band_thresholds.parquet")], out=_out(tmp_path, "thresholds"))
+    cubic_views.layers_figure(table=str(res / "cubic/layers.parquet"), out=_out(tmp_path, "layers"))
+    cubic_views.training_figure(table=str(res / "cubic/training.parquet"), out=_out(tmp_path, "training"))
+    assert len(readable) == 4

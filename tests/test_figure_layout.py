@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from polyinterp.figures.mnist import ablation, curves, features, models
-from polyinterp.figures.style import MAX_LEGEND_ENTRIES
+from figure_checks import assert_readable
 from polyinterp.io import save_parquet, save_torch
 from polyinterp.rules import PAPER_FEATURE_STEPS, checkpoint_steps, panel_steps
 
@@ -80,42 +80,6 @@ def drawn(monkeypatch):
     yield figs
     for fig in figs:
         plt.close(fig)
-
-
-def _legends(fig):
-    subfigs = [fig, *getattr(fig, "subfigs", [])]
-    return [lg for f in subfigs for lg in f.legends] + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
-
-
-def _data_points(ax, renderer) -> np.ndarray:
-    """Display coordinates of every drawn line's points and of 20 points along each of its segments."""
-    pts = []
-    for line in ax.get_lines():
-        if not line.get_visible() or line.get_transform() is not ax.transData:
-            continue
-        xy = np.column_stack([np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)])
-        xy = ax.transData.transform(xy[np.isfinite(xy).all(axis=1)])
-        if len(xy) > 1:
-            t = np.linspace(0, 1, 20)[:, None, None]
-            xy = np.concatenate([xy, (xy[:-1] + t * (xy[1:] - xy[:-1])).reshape(-1, 2)])
-        pts.append(xy)
-    return np.concatenate(pts) if pts else np.zeros((0, 2))
-
-
-def assert_readable(fig):
-    """No legend of ``fig`` has more than MAX_LEGEND_ENTRIES entries or covers a point of plotted data."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    legends = _legends(fig)
-    for legend in legends:
-        assert len(legend.get_texts()) <= MAX_LEGEND_ENTRIES, [t.get_text() for t in legend.get_texts()]
-        box = legend.get_window_extent(renderer)
-        for ax in fig.axes:
-            pts = _data_points(ax, renderer)
-            inside = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1))
-            assert not inside.any(), f"legend {legend.get_title().get_text()!r} covers data of {ax.get_title()!r}"
-            assert not box.overlaps(ax.get_window_extent(renderer)), "a legend inside an axes"
-    return legends
 
 
 @pytest.mark.parametrize("draw", [curves.fvu_figure, curves.test_images_figure, curves.fits_figure,

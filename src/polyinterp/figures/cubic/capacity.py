@@ -8,6 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 CARDANO_C = 1.0 / 3.0
@@ -44,10 +45,10 @@ def capacity_figure(*, table: str, out: list[str]) -> dict:
         ax.set_ylabel(ylabel, fontsize=7)
         ax.set_xticks(range(len(order)), labels, fontsize=5.5, rotation=30, ha="right")
         ax.tick_params(axis="y", which="both", labelsize=6)
-    axes[0].legend(fontsize=6)
     mark = data[data.is_model].variant.unique()
     fig.suptitle(f"Regressor capacity, {data.seed.nunique()} seed(s), {len(order)} variants (by parameter count)"
                  + (f"; {mark[0]} is cubic.model.widths" if len(mark) else ""), fontsize=8)
     fig.tight_layout()
+    panel_legends_below(fig, [(None, axes[0])])
     save_figure(fig, *out)
     return {"order": order, "lines": lines}

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 
@@ -42,11 +43,11 @@ def clamp_figure(*, curves: str, summary: str, out: list[str], params: dict) -> 
                 ax.set_xlabel("x", fontsize=7)
             if k == 0:
                 ax.set_ylabel("y", fontsize=7)
-    if latents:
-        axes[0, 0].legend(fontsize=5)
     sel = curves.selection.iloc[0] if len(curves) else "none"
     fig.suptitle(f"seed {int(curves.seed.iloc[0]) if len(curves) else -1}: clamping SAE latents ({sel})", fontsize=9)
     fig.tight_layout()
+    if latents:
+        panel_legends_below(fig, [("every panel", axes[0, 0])])
     save_figure(fig, *out)
     return {"latents": [int(j) for j in latents], "curves": [int(c) for c in polys],
             "factors": [float(f) for f in factors]}

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 
@@ -29,7 +30,6 @@ def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: lis
         drawn["curves"].append({"curve": int(cid), "a": float(c.a.iloc[0]), "b": float(c.b.iloc[0]),
                                 "in_range": bool(c.in_range.iloc[0]), "points": len(c)})
     ax0.set(xlabel="x", ylabel="y", title=f"seed {int(curves.seed.iloc[0])}: model (solid) vs x³+ax²+bx (dashed)")
-    ax0.legend(fontsize=7)
     for seed, t in train.groupby("seed"):
         for split, ls in (("val", "-"), ("out_of_range", ":"), ("train", "--")):
             s = t[(t.split == split) & (t.step > 0)]
@@ -42,7 +42,8 @@ def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: lis
     val = fit[fit.split == "val"]
     ax1.set(xlabel="step", ylabel="MSE / Var(y)",
             title="final val rel-MSE: " + ", ".join(f"{v:.1e}" for v in val.rel_mse))
-    ax1.legend(fontsize=6, ncol=2)
     fig.tight_layout()
+    panel_legends_below(fig, [("left: the polynomials (solid: model, dashed: truth)", ax0),
+                              ("right: training curves (seed, split)", ax1)])
     save_figure(fig, *out)
     return drawn

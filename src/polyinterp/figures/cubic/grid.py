@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 TITLES = {"single": "one network per (a, b)", "joint": "(x, a, b) regressor at (a, b)"}
@@ -79,7 +80,6 @@ def grid_figure(*, table: str, latents: str, out: list[str]) -> dict:
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("best landmark correlation", fontsize=7)
     ax.set_ylabel("range score (best x-interval correlation)", fontsize=7)
-    ax.legend(fontsize=5.5, loc="lower right")
     ax = axes[3]
     for k, network in enumerate(("single", "joint")):
         enr, a_vals, b_vals = heat(t, network, "landmark_enrichment")
@@ -94,7 +94,6 @@ def grid_figure(*, table: str, latents: str, out: list[str]) -> dict:
     ax.set_xlabel("(a, b)", fontsize=7)
     ax.set_ylabel("landmark enrichment (1 = chance)", fontsize=7)
     ax.set_title("latents peaking near a landmark, over chance", fontsize=7)
-    ax.legend(fontsize=5.5)
     ax = axes[4]
     grid, a_vals, b_vals = heat(t, "single", "rel_mse_line")
     drawn["rel_mse_single"] = grid.tolist()
@@ -107,5 +106,7 @@ def grid_figure(*, table: str, latents: str, out: list[str]) -> dict:
     fig.suptitle(f"Single-polynomial grid ({len(a_vals)} × {len(b_vals)} (a, b), {t.seed.nunique()} seed(s)): "
                  f"latents tracking the x range vs the landmarks", fontsize=8)
     fig.tight_layout()
+    panel_legends_below(fig, [("range score against landmark correlation", axes[2]),
+                              ("landmark enrichment", axes[3])])
     save_figure(fig, *out)
     return {"heat": drawn, "points": points, "medians": medians}

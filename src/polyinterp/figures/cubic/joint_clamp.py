@@ -8,6 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 
@@ -56,12 +57,12 @@ def joint_clamp_figure(*, curves: str, fits: str, out: list[str]) -> dict:
                 ax.set_xlabel("x", fontsize=7)
             if k == 0:
                 ax.set_ylabel("y", fontsize=7)
-    if names:
-        axes[0, 0].legend(fontsize=5)
-    else:
+    if not names:
         axes[0, 0].text(0.5, 0.5, "no intervention selected any latent", ha="center", transform=axes[0, 0].transAxes)
     seed = int(fits.seed.iloc[0]) if len(fits) else -1
     fig.suptitle(f"seed {seed}: joint clamping, stretch s·ŷ(x)+c or shift ŷ(x−δ)+c? {sentence}", fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # room for the title
+    if names:
+        panel_legends_below(fig, [("every panel", axes[0, 0])])
     save_figure(fig, *out)
     return {"interventions": names, "curves": [int(c) for c in polys], "verdicts": counts, "overall": sentence}

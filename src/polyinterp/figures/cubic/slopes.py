@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 CARDANO = 1.0 / 3.0
@@ -60,7 +61,6 @@ def slopes_figure(*, scan: list[str], slopes: list[str], seeds: str, out: list[s
     ax0.set(xlabel="c", ylabel="held-out R² (bucket means of x + c·a)",
             title=f"seed {seed0}: " + ("band latents" if len(band) else "no bands; best 5 latents"))
     ax0.set_ylim(bottom=max(-0.1, float(shown.r2.min()) if len(shown) else -0.1))
-    ax0.legend(fontsize=7)
     for i, row in enumerate(per_seed.itertuples()):
         b = bests[(bests.seed == row.seed) & bests.is_band]
         ax1.plot([i] * len(b), b.c_best, "o", color="0.6", ms=4)
@@ -70,7 +70,7 @@ def slopes_figure(*, scan: list[str], slopes: list[str], seeds: str, out: list[s
     ax1.axhline(CARDANO, color="r", ls="--", lw=1, label="1/3")
     ax1.set_xticks(range(len(per_seed)), [f"seed {s}" for s in per_seed.seed])
     ax1.set(ylabel="best c", title="band latents (grey) and median (black) per seed")
-    ax1.legend(fontsize=7)
     fig.tight_layout()
+    panel_legends_below(fig, [("left: held-out R² against c", ax0), ("right: best c per seed", ax1)])
     save_figure(fig, *out)
     return drawn

@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from polyinterp.cubic.probes.thresholds import CRITERIA  # noqa: E402
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 CARDANO_C = 1.0 / 3.0
@@ -68,7 +69,6 @@ def thresholds_figure(*, tables: list[str], out: list[str]) -> dict:
     axes[1, 0].set_ylabel("median c (slope search)", fontsize=7)
     for ax in axes[0]:
         ax.yaxis.get_major_locator().set_params(integer=True)
-    axes[0, 0].legend(fontsize=6)
     med = data.median_c.dropna()
     ranges = {"n_band_latents": [int(data.n_band_latents.min()), int(data.n_band_latents.max())],
               "median_c": [float(med.min()), float(med.max())] if len(med) else [float("nan")] * 2,
@@ -80,5 +80,6 @@ def thresholds_figure(*, tables: list[str], out: list[str]) -> dict:
                  f"{ranges['n_band_latents'][0]}–{ranges['n_band_latents'][1]} band latents, "
                  f"{100 * ranges['frac_with_bands']:.0f}% of combinations find one, {c_text}", fontsize=8)
     fig.tight_layout()
+    panel_legends_below(fig, [(None, axes[0, 0])])
     save_figure(fig, *out)
     return {"lines": lines, "ranges": ranges}

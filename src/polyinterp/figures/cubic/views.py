@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullLocator  # noqa: E402
 
+from polyinterp.figures.style import panel_legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 CARDANO_C = 1.0 / 3.0
@@ -68,9 +69,9 @@ def _views_figure(data: pd.DataFrame, x: str, xlabel: str, out: list[str], title
                 ax.set_xscale("symlog", linthresh=min(positive))
             ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45 if log_x and len(ticks) > 4 else 0)
-    axes[0].legend(fontsize=6)
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
+    panel_legends_below(fig, [(None, axes[0])])
     save_figure(fig, *out)
     return {"lines": lines}
 
