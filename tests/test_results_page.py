@@ -15,7 +15,7 @@ from polyinterp.results_page import BEGIN, END, update
 REPO = Path(__file__).resolve().parents[1]
 
 
-def publish_fake(root: Path, name: str, verdicts: list[str], wall_s: float, jobs: int) -> None:
+def publish_fake(root: Path, name: str, verdicts: list[str], wall_s: float, jobs: int, **extra) -> None:
     folder = root / "docs" / "results" / name
     (folder / "figures").mkdir(parents=True)
     (folder / "figures" / "fig2.png").write_bytes(b"png")
@@ -24,20 +24,21 @@ def publish_fake(root: Path, name: str, verdicts: list[str], wall_s: float, jobs
     (folder / "scorecard.md").write_text("| claim | verdict |\n|---|---|\n| c0 | **x** |\n")
     run = {"commit": "0123456789abcdef" + name, "cpu": "Test CPU", "cores": 2, "jobs": jobs, "wall_s": wall_s,
            "started": "2026-12-05 08:00:00 UTC", "finished": "later", "config": {"configfiles": []},
-           "rules": {"a": {"jobs": 1, "wall_s": 5.0}}}
+           "rules": {"a": {"jobs": 1, "wall_s": 5.0}}, **extra}
     (folder / "run.json").write_text(json.dumps(run))
 
 
 def test_pages_carry_each_runs_numbers(tmp_path):
     (tmp_path / "README.md").write_text(f"intro\n{BEGIN}\nstale\n{END}\nafter\n")
     publish_fake(tmp_path, "smoke", ["reproduced", "differs", "reproduced"], 125.0, 120)
-    publish_fake(tmp_path, "default", ["not comparable", "reproduced"], 3725.0, 125)
+    publish_fake(tmp_path, "default", ["not comparable", "reproduced"], 3725.0, 125, cpu_family_model=[25, 17])
     assert sorted(update(tmp_path)) == sorted([str(tmp_path / "docs" / "results.md"), str(tmp_path / "README.md")])
     readme = (tmp_path / "README.md").read_text()
     assert readme.startswith("intro\n") and readme.endswith("after\n") and "stale" not in readme
     rows = [line for line in readme.splitlines() if line.startswith("| [")]
     assert [r.split("]")[0] for r in rows] == ["| [default", "| [smoke"]  # default first
     assert "1 h 02 min" in rows[0] and "1 reproduced, 1 not comparable" in rows[0] and "| 125 |" in rows[0]
+    assert "| Test CPU (family 25, model 17) |" in rows[0] and "| Test CPU |" in rows[1]  # the smoke run predates them
     assert "2 min 05 s" in rows[1] and "2 reproduced, 1 differs" in rows[1] and "| 120 |" in rows[1]
     page = (tmp_path / "docs" / "results.md").read_text()
     assert "## default" in page and "results/smoke/figures/fig2.png" in page and "| c0 | **x** |" in page

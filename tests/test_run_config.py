@@ -71,7 +71,7 @@ def test_a_report_under_another_config_is_refused_and_a_run_warns(tmp_path):
     assert "another config" not in run_snakemake(tmp_path, "-n", "run_config", configfiles=()).stderr
 
 
-def test_config_files_are_recorded_relative_to_the_repository(tmp_path):
+def test_config_files_are_recorded_relative_to_the_repository(tmp_path, monkeypatch):
     from polyinterp.run_config import repository_relative
 
     repo = tmp_path / "clone"
@@ -80,3 +80,22 @@ def test_config_files_are_recorded_relative_to_the_repository(tmp_path):
     outside = tmp_path / "mine.yaml"
     assert repository_relative([inside, str(outside)], repo) == ["workflow/configs/paper.yaml", str(outside.resolve())]
     assert repository_relative(["workflow/configs/paper.yaml"], Path.cwd()) == ["workflow/configs/paper.yaml"]
+    # relative paths are the run's (Snakemake's working directory), whatever the publisher's directory
+    (tmp_path / "main").mkdir()
+    monkeypatch.chdir(tmp_path / "main")
+    assert repository_relative(["workflow/configs/paper.yaml"], repo) == ["workflow/configs/paper.yaml"]
+
+
+def test_the_machine_record_names_the_cpu_family_and_model(tmp_path):
+    from polyinterp.run_config import machine_record
+
+    cpuinfo = tmp_path / "cpuinfo"
+    # two logical CPUs of a Zen 4 virtual machine, as /proc/cpuinfo lists them (fields abridged)
+    core = ("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+            "flags\t\t: fpu avx2 avx512f avx512_bf16\n\n")
+    cpuinfo.write_text(core.replace("vendor", "processor\t: 0\nvendor") + core.replace("vendor", "processor\t: 1\nvendor"))
+    record = machine_record(cpuinfo)
+    assert (record["cpu"], record["family"], record["model"]) == ("AMD EPYC", 25, 17)
+    assert record["flags"] == ["avx2", "avx512f", "avx512_bf16"]
+    unreadable = machine_record(tmp_path / "absent")
+    assert (unreadable["cpu"], unreadable["family"], unreadable["model"]) == ("unknown", None, None)

@@ -12,8 +12,8 @@ time would not be one run's). What is copied, into a temporary folder renamed on
   ``*.md``, ``results/mnist/<model>/*.parquet``, ``results/cubic/*.parquet``), each at most
   ``MAX_TABLE_BYTES`` (a larger one is left out and listed in ``run.json``);
 - ``config.yaml``: ``results/run_config.yaml`` (the resolved config, its hash and config files);
-- ``run.json``: ``commit``, ``config`` (name, config files, hash), ``cpu`` and ``cores_online`` of the
-  machine that ran it (recorded by rule ``run_config`` at the start of the run), ``cores`` (Snakemake's
+- ``run.json``: ``commit``, ``config`` (name, config files, hash), ``cpu``, ``cpu_family_model`` (null where
+  the run predates it), ``cpu_flags`` and ``cores_online`` of the machine that ran it (recorded by rule ``run_config`` at the start of the run), ``cores`` (Snakemake's
   ``--cores``), ``started`` and ``finished`` (the first and last time stamp of the log, UTC),
   ``wall_s``, ``jobs``, and per rule its job count and the sums of its benchmarks' wall and CPU
   seconds and their peak RSS.
@@ -151,6 +151,7 @@ def run_record(run: Path, log_path: Path, log: RunLog, commit: str, left_out: li
         "commit": commit,
         "config": {"name": config_name(files), "configfiles": files, "config_hash": record["config_hash"]},
         "cpu": machine.get("cpu", "unknown (run_config.yaml has no machine record)"),
+        "cpu_family_model": [machine.get("family"), machine.get("model")],
         "cpu_flags": machine.get("flags", []),
         "cores_online": machine.get("cores_online"),
         "cores": log.cores,

@@ -56,12 +56,19 @@ def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
+def cpu_name(run: dict) -> str:
+    """The run's CPU as run.json records it: its model name, with family and model numbers where the run
+    recorded them (``AMD EPYC (family 25, model 17)``)."""
+    family, model = run.get("cpu_family_model") or (None, None)
+    return run["cpu"] if family is None else f"{run['cpu']} (family {family}, model {model})"
+
+
 def runs_table(runs, link_prefix: str) -> list[str]:
     """One row per published run: config, commit, CPU, cores, jobs, wall time, verdict counts."""
     lines = ["| config | commit | CPU | cores | jobs | wall time | scorecard verdicts |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, folder, run in runs:
-        lines.append(f"| [{name}]({link_prefix}{name}/scorecard.md) | `{run['commit'][:12]}` | {run['cpu']} | "
+        lines.append(f"| [{name}]({link_prefix}{name}/scorecard.md) | `{run['commit'][:12]}` | {cpu_name(run)} | "
                      f"{run['cores']} | {run['jobs']} | {_wall(run['wall_s'])} ({run['started']}) | "
                      f"{_counts_text(verdict_counts(folder))} |")
     return lines
@@ -82,7 +89,7 @@ def results_markdown(root: Path) -> str:
         rules = sorted(run["rules"].items(), key=lambda kv: -kv[1]["wall_s"])[:5]
         out += [f"## {name}", "",
                 f"Commit `{run['commit']}`, config files {', '.join(run['config']['configfiles']) or 'none (config.yaml)'}; "
-                f"{run['jobs']} jobs on {run['cores']} cores of {run['cpu']}, {_wall(run['wall_s'])} from "
+                f"{run['jobs']} jobs on {run['cores']} cores of {cpu_name(run)}, {_wall(run['wall_s'])} from "
                 f"{run['started']} to {run['finished']}. Longest rules (Σ wall s of their jobs): "
                 + ", ".join(f"{r} {v['wall_s']:.0f} s ({v['jobs']})" for r, v in rules) + ".", "",
                 "### Scorecard", ""]

@@ -28,8 +28,11 @@ CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
 def machine_record(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
-    """The machine a run ran on: CPU model name, which of ``CPU_FLAGS`` it has, cores online
-    (``os.cpu_count``); ``cpu`` is ``"unknown"`` where ``cpuinfo`` cannot be read (not Linux)."""
+    """The machine a run ran on: CPU model name, its family and model numbers (``lscpu``'s "CPU family"
+    and "Model": a virtual machine's model name may say only "AMD EPYC", which family 25 model 17, a
+    Zen 4, tells apart from an AVX2-only one), which of ``CPU_FLAGS`` it has, cores online
+    (``os.cpu_count``); ``cpu`` is ``"unknown"`` and the numbers ``None`` where ``cpuinfo`` cannot be
+    read (not Linux)."""
     import os
 
     try:
@@ -39,7 +42,9 @@ def machine_record(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
     fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}
     flags = set(fields.get("flags", "").split())
-    return {"cpu": fields.get("model name", "unknown"), "flags": [f for f in CPU_FLAGS if f in flags],
+    number = lambda key: int(fields[key]) if fields.get(key, "").isdigit() else None  # noqa: E731
+    return {"cpu": fields.get("model name", "unknown"), "family": number("cpu family"), "model": number("model"),
+            "flags": [f for f in CPU_FLAGS if f in flags],
             "cores_online": os.cpu_count()}
 
 
@@ -124,10 +129,12 @@ def refuse_foreign_report(message: str, record_files: str) -> ConfigError:
 
 def repository_relative(paths, root) -> list[str]:
     """``paths`` as the run record keeps them: relative to the repository ``root`` where they lie inside
-    it (a published run must not carry the path of the machine's clone), else absolute."""
+    it (a published run must not carry the path of the machine's clone), else absolute. A relative path
+    is taken relative to ``root`` (where Snakemake ran), not to the current directory: publishing from
+    another checkout must not turn the run's ``workflow/configs/paper.yaml`` into that checkout's."""
     root = Path(root).resolve()
     out = []
     for p in paths:
-        full = Path(p).resolve()
+        full = (root / p).resolve()  # an absolute p stays itself
         out.append(str(full.relative_to(root)) if full.is_relative_to(root) else str(full))
     return out
