@@ -36,14 +36,17 @@ def main() -> None:
     ap.add_argument("--mixture", required=True)
     ap.add_argument("--ckpt", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--products", choices=("float32", "bfloat16"), default="float32",
+                    help="precision of the large product inside each step (SGDOptions.product_dtype)")
     args = ap.parse_args()
     device = torch.device("cpu")
     mix = load_gaussian_mixture(load_torch(args.mixture), device)
     mlp = polynomial_network(load_network(load_torch(args.ckpt), device))
     t0 = time.perf_counter()
-    fit = quadratic_approximant(mlp, mix, method="sgd", seed=args.seed, **RECIPES[args.recipe])
+    fit = quadratic_approximant(mlp, mix, method="sgd", seed=args.seed, product_dtype=args.products,
+                                **RECIPES[args.recipe])
     seconds = time.perf_counter() - t0
-    print(json.dumps({"recipe": args.recipe, "seconds": round(seconds, 2), "steps": fit.fit_info["iterations"],
+    print(json.dumps({"recipe": args.recipe, "products": args.products, "seconds": round(seconds, 2), "steps": fit.fit_info["iterations"],
                       "fvu_exact": exact_fvu(mlp, {"sgd": fit}, mix)["sgd"]}))
 
 

@@ -58,7 +58,8 @@ def fit_approximants(ckpt: dict, mixture: dict, params: dict, plan: SolverPlan,
         sgd = quadratic_approximant(
             mlp, mix, method="sgd", steps=params["sgd"]["steps"], batch=params["sgd"]["batch"],
             lr=params["sgd"]["lr"], optimizer=params["sgd"].get("optimizer", "adamw_schedulefree"),
-            momentum=params["sgd"].get("momentum", 0.9), seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"]),
+            momentum=params["sgd"].get("momentum", 0.9), product_dtype=params["sgd"].get("product_dtype", "float32"),
+            seed=int(ckpt["seed"]) * 1_000_003 + int(ckpt["step"]),
         )
         out["quadratic_sgd"] = sgd.to("cpu").state_dict()
         log.info("step %d: quadratic sgd %s", ckpt["step"], sgd.fit_info)

@@ -14,6 +14,7 @@ from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.core.mlp import check_model
 from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
+from polyinterp.approx.solvers.precision import resolve_inner_dtype
 from polyinterp.approx.fits.quadratic_mixture import quadratic_mixture
 from polyinterp.approx.fits.quadratic_sgd import quadratic_sgd
 
@@ -45,7 +46,10 @@ class SGDOptions:
     under the moment-matched Gaussian (``init="moment_matched"``), with ``optimizer``
     ``"adamw_schedulefree"`` (AdamW-ScheduleFree, its averaged iterate returned) or
     ``"sgd_schedulefree"`` (the authors' code: torch SGD in schedule-free's ScheduleFreeWrapper with
-    ``momentum``, the iterate returned as their code leaves it, in train mode)."""
+    ``momentum``, the iterate returned as their code leaves it, in train mode). ``product_dtype``: the
+    precision of the large product inside each step (:func:`quadratic_sgd`): ``"float32"`` (as the
+    authors ran it), ``"bfloat16"``, or ``"auto"`` (bfloat16 where its products are fast and d ≥ 256,
+    as for the exact fit's ``inner_dtype``)."""
 
     steps: int = 2000
     batch: int = 256
@@ -53,8 +57,10 @@ class SGDOptions:
     init: str = "standard"
     optimizer: str = "adamw_schedulefree"
     momentum: float = 0.9
+    product_dtype: object = "float32"
 
 
+SGD_PRODUCT_DTYPES = ("auto", "bfloat16", "float32")
 _OPTIONS = {"exact": ExactOptions, "sgd": SGDOptions}
 
 
@@ -95,8 +101,11 @@ def quadratic_approximant(model, mixture: GaussianMixture, method: str = "exact"
     check_model(model, mixture.d, mixture.device)
     model = model.to(dtype=mixture.dtype)
     if method == "sgd":
+        products = resolve_inner_dtype(opts.product_dtype, SGD_PRODUCT_DTYPES, device=mixture.device, d=mixture.d,
+                                       key="sgd product_dtype")
         return quadratic_sgd(model, mixture, steps=opts.steps, batch=opts.batch, lr=opts.lr, generator=generator,
-                             seed=seed, init=opts.init, optimizer=opts.optimizer, momentum=opts.momentum)
+                             seed=seed, init=opts.init, optimizer=opts.optimizer, momentum=opts.momentum,
+                             product_dtype=products)
     if not opts.tol > 0:
         raise ApproxInputError(f"tol must be > 0, got {opts.tol}")
     if warm_start is not None and (warm_start.d != mixture.d or warm_start.o != model.o):

@@ -26,14 +26,14 @@ def fast_inner_dtype(device) -> torch.dtype:
 
 
 def resolve_inner_dtype(value, allowed: tuple[str, ...] = tuple(INNER_DTYPES), *, device=None,
-                        d: int | None = None) -> torch.dtype | None:
+                        d: int | None = None, key: str = "inner_dtype") -> torch.dtype | None:
     """The dtype of the products inside the iteration for ``value`` (a name in ``allowed``, the torch
     dtype of one, or None), or None for float64 products (the true residual's own precision).
 
     ``"auto"`` (when allowed) is bfloat16 where :func:`fast_inner_dtype` says it is fast on ``device``
     and the problem has ``d`` ≥ 256 inputs (below that the products are cheap and bfloat16 would only
-    cost iterations), float32 otherwise. Anything else raises :class:`ApproxInputError` naming the value
-    and the allowed names.
+    cost iterations), float32 otherwise. Anything else raises :class:`ApproxInputError` naming ``key``,
+    the value and the allowed names.
     """
     names = {name: INNER_DTYPES[name] for name in allowed}
     dtypes = [t for t in names.values() if isinstance(t, torch.dtype)]
@@ -44,10 +44,10 @@ def resolve_inner_dtype(value, allowed: tuple[str, ...] = tuple(INNER_DTYPES), *
     elif isinstance(value, torch.dtype) and value in dtypes:
         resolved = value
     else:
-        raise ApproxInputError(f"inner_dtype must be one of {sorted(names)} (or None, or the torch dtype of one), "
+        raise ApproxInputError(f"{key} must be one of {sorted(names)} (or None, or the torch dtype of one), "
                                f"got {value!r}")
     if resolved == "auto":
         if device is None or d is None:
-            raise ApproxInputError("inner_dtype 'auto' needs the device and the input dimension d")
+            raise ApproxInputError(f"{key} 'auto' needs the device and the input dimension d")
         resolved = fast_inner_dtype(device) if d >= 256 else torch.float32
     return resolved
