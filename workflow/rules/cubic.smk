@@ -61,7 +61,7 @@ rule cubic_activations:
     params: **step_args("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view))
     log: log_path("cubic/activations_seed{seed}{view}")
     benchmark: bench_path("cubic/activations_seed{seed}{view}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
         runtime=10,
@@ -104,7 +104,7 @@ rule cubic_landmark_table:
     params: **step_args("cubic_landmark_table", cubic_section_params("landmarks"))
     log: log_path("cubic/landmarks_seed{seed}{view}")
     benchmark: bench_path("cubic/landmarks_seed{seed}{view}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _LM["x_points"] * _LM["a_points"] * _LM["b_points"]),
         runtime=15,
@@ -123,7 +123,7 @@ rule cubic_band_detection:
     params: **step_args("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view))
     log: log_path("cubic/bands_seed{seed}{view}")
     benchmark: bench_path("cubic/bands_seed{seed}{view}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _BD["x_points"] * _BD["a_points"] * len(_BD["b_slices"])),
         runtime=15,
@@ -142,7 +142,7 @@ rule cubic_slope_search:
     params: **step_args("cubic_slope_search", cubic_section_params("slopes"))
     log: log_path("cubic/slopes_seed{seed}{view}")
     benchmark: bench_path("cubic/slopes_seed{seed}{view}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=20,
@@ -161,7 +161,7 @@ rule cubic_clamping:
     params: **step_args("cubic_clamping", cubic_section_params("clamp"))
     log: log_path("cubic/clamp_seed{seed}")
     benchmark: bench_path("cubic/clamp_seed{seed}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
         runtime=10,
@@ -182,7 +182,7 @@ rule cubic_joint_clamping:
     params: **step_args("cubic_joint_clamping", cubic_section_params("joint_clamp"))
     log: log_path("cubic/joint_clamp_seed{seed}")
     benchmark: bench_path("cubic/joint_clamp_seed{seed}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
         runtime=10,
@@ -360,7 +360,7 @@ rule cubic_grid_summary:
     params: **step_args("cubic_grid_summary", lambda wc: summary_params(config["cubic"], SEEDS, DEVICE))
     log: log_path("cubic/grid_summary")
     benchmark: bench_path("cubic/grid_summary")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
         runtime=10,

@@ -24,7 +24,7 @@ rule mnist_mixture:
     params: **step_args("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")})
     log: log_path("mnist/mixture")
     benchmark: bench_path("mnist/mixture")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=15,
@@ -47,7 +47,7 @@ rule mnist_solver_plan:
         }),
     log: log_path("mnist/solver_plan")
     benchmark: bench_path("mnist/solver_plan")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -101,7 +101,7 @@ rule mnist_approximants:
         }),
     log: log_path("mnist/{model}/approx_seed{seed}_step{step}")
     benchmark: bench_path("mnist/{model}/approx_seed{seed}_step{step}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=6000,
         runtime=30,
@@ -128,7 +128,7 @@ rule mnist_degree_approximants:
         }),
     log: log_path("mnist/{model}/degrees_seed{seed}_step{step}")
     benchmark: bench_path("mnist/{model}/degrees_seed{seed}_step{step}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=8000,
         runtime=60,
@@ -148,7 +148,7 @@ rule mnist_metrics:
     params: **step_args("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE})
     log: log_path("mnist/{model}/metrics_seed{seed}_step{step}")
     benchmark: bench_path("mnist/{model}/metrics_seed{seed}_step{step}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=8000,
         runtime=30,
@@ -207,7 +207,7 @@ rule mnist_svd_ablation:
         }),
     log: log_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
     benchmark: bench_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=30,
@@ -232,7 +232,7 @@ rule mnist_svd_ablation_all:
         }),
     log: log_path("mnist/{model}/svd_ablation_all")
     benchmark: bench_path("mnist/{model}/svd_ablation_all")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=15,
@@ -268,7 +268,7 @@ rule mnist_early_fvu:
     params: **step_args("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE})
     log: log_path("mnist/{model}/early_fvu_seed{seed}")
     benchmark: bench_path("mnist/{model}/early_fvu_seed{seed}")
-    threads: 2
+    threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
         runtime=15,
