@@ -149,7 +149,7 @@ def cubic_section_params(section):
 # The rule names its step (its own name) once, in step_args, and tests/test_dag.py checks that every
 # job's command runs the step of its own rule.
 #
-# Threads: every rule declares `threads: 1`. The exact fit runs 1.7-1.8x faster on two threads than on
+# Threads are one a job, in each of the rules. The exact fit runs 1.7-1.8x faster on two threads than on
 # one when timed alone, but a whole job (reading, set-up, metrics, writing) averages 1.1-1.3 cores on
 # two, and a two-thread job holds both cores of a 2-core machine, so the MNIST jobs ran one at a time.
 # One thread each lets two jobs run side by side: the default config's run took 0.71x the wall time,
