@@ -4,7 +4,9 @@
 
 Prints a Markdown table: one row per benchmark name with its wildcard values folded
 (``mnist/approximants_seed{}_step{}``): jobs, wall seconds per job (min–max) and in all, CPU seconds
-in all (user + system of the job's processes, what the job cost whatever else ran), peak RSS. The
+in all (user + system of the job's processes, what the job cost whatever else ran: the step's own
+count from the last line of its log where it wrote one, else the benchmark's ``cpu_time``, which
+misses what a job spends after Snakemake's last sample of it; polyinterp.run_log), peak RSS. The
 last line sums every job: Σ CPU / cores is the wall time a perfectly packed run on that many quiet
 cores would need (a lower bound), to set beside the measured wall clock of the run.
 
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyinterp.run_log import parse_run_log
+from polyinterp.run_log import log_of_benchmark, logged_cpu_seconds, parse_run_log
 
 
 def fold(path: str) -> str:
@@ -48,7 +50,9 @@ def benchmark_table(results: Path) -> pd.DataFrame:
             continue
         rel = str(path.relative_to(results / "benchmarks").with_suffix(""))
         last = df.iloc[-1]  # one row per repeat; Snakemake writes one unless asked for more
-        rows.append({"path": rel, "name": fold(rel), "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
+        logged = logged_cpu_seconds(log_of_benchmark(path))  # the step's own count; the benchmark's under-counts
+        cpu = logged if logged is not None else float(last["cpu_time"])
+        rows.append({"path": rel, "name": fold(rel), "wall_s": float(last["s"]), "cpu_s": cpu,
                      "max_rss_mb": float(last["max_rss"]) if last["max_rss"] != "-" else float("nan")})
     if not rows:
         raise SystemExit(f"no benchmark files under {results / 'benchmarks'}; run the workflow first")

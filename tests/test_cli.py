@@ -55,6 +55,28 @@ def test_the_command_line_runs_a_step_on_the_threads_it_is_given(monkeypatch):
         torch.set_num_threads(before)
 
 
+def test_a_step_writes_its_own_cpu_seconds_last(monkeypatch, caplog, tmp_path):
+    """The last line a step logs is its CPU time (user + system, getrusage), read back by
+    polyinterp.run_log.logged_cpu_seconds; a step that burns 0.3 CPU s reports at least that."""
+    import time
+
+    from polyinterp.run_log import logged_cpu_seconds
+
+    def probe(*, params: dict) -> None:
+        start = time.process_time()
+        while time.process_time() - start < 0.3:
+            pass
+
+    monkeypatch.setattr(cli, "step_table", lambda: {"probe": "anywhere:probe"})
+    monkeypatch.setattr(cli, "step_function", lambda target: probe)
+    with caplog.at_level("INFO"):
+        assert cli.main(["probe", "--params", "{}"]) == 0
+    assert caplog.records[-1].getMessage().startswith("polyinterp probe: CPU ")
+    log = tmp_path / "probe.log"  # the lines as the job's log holds them
+    log.write_text("".join(f"2026-12-06 10:00:00 {r.name} {r.levelname} {r.getMessage()}\n" for r in caplog.records))
+    assert 0.3 <= logged_cpu_seconds(log) < 1e4
+
+
 def test_a_missing_file_argument_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         cli.main(["mnist_mixture", "--data", "x.npz", "--params", "{}"])

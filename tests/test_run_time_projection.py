@@ -86,3 +86,18 @@ def test_scale_and_add_adjust_the_matching_jobs(tmp_path):
     assert by_path.loc["mnist/m/approx_seed2_step1024", "cpu_s"] == 150.0 * 16 + 5
     assert by_path.loc["mnist/m/approx_seed1_step16", "wall_s"] == 100.0  # untouched
     assert by_path.loc["scorecard", "wall_s"] == 2.0 and by_path.loc["scorecard", "source"] == " + 2 s"
+
+
+def test_a_jobs_cpu_is_the_steps_own_count_where_its_log_has_one(tmp_path):
+    """Snakemake's benchmark misses what a job spends after its last sample (every 30 s after the first
+    15 s), so the step writes its own CPU seconds as its log's last line and the table prefers them."""
+    from polyinterp.run_log import cpu_line
+
+    results = _sample(tmp_path)
+    log = results / "logs" / "cubic" / "grid_seed0" / "a0_b0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-12-06 10:04:22 polyinterp.cubic INFO trained\n"
+                   f"2026-12-06 10:04:23 polyinterp.cli INFO {cpu_line('cubic_grid_point', 19.5)}\n")
+    table = run_time.benchmark_table(results).set_index("path")
+    assert table.loc["cubic/grid_seed0/a0_b0", "cpu_s"] == 19.5  # the log's, not the benchmark's 10
+    assert table.loc["cubic/grid_seed0/a6_b6", "cpu_s"] == 20.0  # no log: the benchmark's

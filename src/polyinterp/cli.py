@@ -27,6 +27,7 @@ from typing import Callable
 
 from polyinterp.errors import PolyinterpError
 from polyinterp.io import record_writer
+from polyinterp.run_log import cpu_line, process_cpu_seconds
 from polyinterp.steps import STEPS
 
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
@@ -161,4 +162,5 @@ def main(argv: list[str] | None = None) -> int:
     except PolyinterpError as exc:
         print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2
+    logging.getLogger(__name__).info(cpu_line(step, process_cpu_seconds()))  # read back by run-time readers
     return 0

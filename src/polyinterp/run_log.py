@@ -15,6 +15,9 @@ Snakemake (9.x) prints a job as a block::
 and its end as ``[time]`` followed by ``Finished jobid: 12 (Rule: mnist_train)``; the plan is the
 ``Job stats`` table (``rule count`` rows, then ``total N``). Times are the local time of the machine
 that ran Snakemake (``time.asctime``).
+
+Also a step's own CPU time, which the command line writes at the end of the step's job log
+(:func:`cpu_line`, :func:`logged_cpu_seconds`; below).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 _RULE = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
@@ -115,3 +119,47 @@ def parse_run_log(text: str) -> RunLog:
                 job.jobid = int(value)
                 by_id[job.jobid] = job
     return RunLog(cores, planned, jobs, first, last)
+
+
+# ---- a step's own CPU time, from its job log ------------------------------------------------------
+# The command line writes it as the last line of the step's log, and the
+# run-time readers (``polyinterp publish``'s run.json, ``bench/run_time.py``) prefer it to the
+# ``cpu_time`` of the job's Snakemake benchmark file, which under-counts. Snakemake 9's benchmark
+# poller samples the job's processes every 0.5 s for its first 15 s and then every 30 s
+# (``snakemake/benchmark.py``, ``BENCHMARK_INTERVAL``), so what a job spends after its last sample is
+# lost: a 27 s SAE job's benchmark file said 14.7 CPU s, where the same job alone keeps its core busy
+# for its whole 21.9 s (``/usr/bin/time``; bench/README.md, "Packing: one thread a job").
+
+_CPU_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+ system")
+
+
+def process_cpu_seconds() -> float:
+    """User + system seconds of this process and of its children that have been waited for (getrusage)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def cpu_line(step: str, seconds: float) -> str:
+    """The log line :func:`logged_cpu_seconds` reads back."""
+    return f"polyinterp {step}: CPU {seconds:.2f} s (user + system, this process and its children)"
+
+
+def logged_cpu_seconds(log: Path) -> float | None:
+    """The CPU seconds of the last :func:`cpu_line` in ``log``; None where the log is missing or has none
+    (a step that failed, or a log written before the line existed)."""
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return None
+    found = _CPU_LINE.findall(text)
+    return float(found[-1][1]) if found else None
+
+
+def log_of_benchmark(benchmark: Path) -> Path:
+    """The log beside a benchmark file: every rule names both after one name (workflow/rules/common.smk,
+    ``log_path`` and ``bench_path``): ``<results>/benchmarks/<name>.tsv`` → ``<results>/logs/<name>.log``."""
+    parts = Path(benchmark).with_suffix(".log").parts
+    at = len(parts) - 1 - parts[::-1].index("benchmarks")
+    return Path(*parts[:at], "logs", *parts[at + 1:])
