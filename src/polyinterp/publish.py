@@ -12,11 +12,12 @@ time would not be one run's). What is copied, into a temporary folder renamed on
   ``*.md``, ``results/mnist/<model>/*.parquet``, ``results/cubic/*.parquet``), each at most
   ``MAX_TABLE_BYTES`` (a larger one is left out and listed in ``run.json``);
 - ``config.yaml``: ``results/run_config.yaml`` (the resolved config, its hash and config files);
-- ``run.json``: ``commit``, ``config`` (name, config files, hash), ``cpu``, ``cpu_family_model`` (null where
-  the run predates it), ``cpu_flags`` and ``cores_online`` of the machine that ran it (recorded by rule ``run_config`` at the start of the run), ``cores`` (Snakemake's
+- ``run.json``: ``commit``, ``config`` (name, config files, hash), ``cpu``, ``cpu_family_model``
+  (null where the run predates it), ``cpu_flags`` and ``cores_online`` of the machine that ran it
+  (recorded by rule ``run_config`` at the start of the run), ``cores`` (Snakemake's
   ``--cores``), ``started`` and ``finished`` (the first and last time stamp of the log, UTC),
-  ``wall_s``, ``jobs``, and per rule its job count and the sums of its benchmarks' wall and CPU
-  seconds and their peak RSS.
+  ``wall_s``, ``jobs``, and per rule its job count, the sums of its jobs' wall seconds (benchmark
+  files) and CPU seconds (each step's own count in its log, else the benchmark's), and their peak RSS.
 
 A run that is not finished is refused with the outputs it is missing named.
 """
