@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyinterp.run_log import log_of_benchmark, logged_cpu_seconds, parse_run_log
+from polyinterp.run_log import job_seconds, parse_run_log
 
 
 def fold(path: str) -> str:
@@ -45,15 +45,11 @@ def benchmark_table(results: Path) -> pd.DataFrame:
     """One row per benchmark file: name (wildcards folded), wall s, CPU s, peak RSS (MB)."""
     rows = []
     for path in sorted((results / "benchmarks").rglob("*.tsv")):
-        df = pd.read_csv(path, sep="\t")
-        if df.empty:
+        job = job_seconds(path)  # CPU: the step's own count where its log has it (polyinterp.run_log)
+        if job is None:
             continue
         rel = str(path.relative_to(results / "benchmarks").with_suffix(""))
-        last = df.iloc[-1]  # one row per repeat; Snakemake writes one unless asked for more
-        logged = logged_cpu_seconds(log_of_benchmark(path))  # the step's own count; the benchmark's under-counts
-        cpu = logged if logged is not None else float(last["cpu_time"])
-        rows.append({"path": rel, "name": fold(rel), "wall_s": float(last["s"]), "cpu_s": cpu,
-                     "max_rss_mb": float(last["max_rss"]) if last["max_rss"] != "-" else float("nan")})
+        rows.append({"path": rel, "name": fold(rel), **job})
     if not rows:
         raise SystemExit(f"no benchmark files under {results / 'benchmarks'}; run the workflow first")
     return pd.DataFrame(rows)

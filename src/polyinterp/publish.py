@@ -36,7 +36,7 @@ import yaml
 
 from polyinterp.errors import DataError
 from polyinterp.run_config import repository_relative
-from polyinterp.run_log import RunLog, log_of_benchmark, logged_cpu_seconds, parse_run_log
+from polyinterp.run_log import RunLog, job_seconds, parse_run_log
 
 MAX_TABLE_BYTES = 4 * 2**20
 TABLE_GLOBS = ("mnist/*.parquet", "mnist/*.md", "mnist/*/*.parquet", "cubic/*.parquet")
@@ -113,17 +113,6 @@ def git_commit(run: Path) -> str:
     return head.stdout.strip()
 
 
-def _benchmark(path: Path) -> dict:
-    """Wall s and peak RSS of a job's benchmark file; its CPU s from the job's log where the step wrote it
-    there (:func:`polyinterp.run_log.logged_cpu_seconds`: the benchmark's own ``cpu_time`` under-counts)."""
-    df = pd.read_csv(path, sep="\t")
-    last = df.iloc[-1]
-    rss = pd.to_numeric(pd.Series([last.get("max_rss")]), errors="coerce").iloc[0]
-    logged = logged_cpu_seconds(log_of_benchmark(path))
-    cpu = logged if logged is not None else float(last.get("cpu_time", float("nan")))
-    return {"wall_s": float(last["s"]), "cpu_s": cpu, "max_rss_mb": float(rss)}
-
-
 def rule_seconds(log: RunLog, run: Path) -> dict:
     """Per rule: jobs, Σ wall s and Σ CPU s of its jobs' benchmarks, peak RSS (MB)."""
     out: dict[str, dict] = {}
@@ -131,7 +120,7 @@ def rule_seconds(log: RunLog, run: Path) -> dict:
         row = out.setdefault(job.rule, {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_rss_mb": 0.0})
         row["jobs"] += 1
         if job.benchmark and (run / job.benchmark).exists():
-            b = _benchmark(run / job.benchmark)
+            b = job_seconds(run / job.benchmark)
             row["wall_s"] += b["wall_s"]
             row["cpu_s"] += b["cpu_s"]
             row["max_rss_mb"] = max(row["max_rss_mb"], b["max_rss_mb"])

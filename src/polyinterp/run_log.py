@@ -157,6 +157,29 @@ def logged_cpu_seconds(log: Path) -> float | None:
     return float(found[-1][1]) if found else None
 
 
+def job_seconds(benchmark: Path) -> dict | None:
+    """A job's wall s and peak RSS (MB) from its Snakemake benchmark file (its last row: one per repeat),
+    and its CPU s from the step's own count in its log where present, else the benchmark's
+    ``cpu_time``; a value Snakemake could not measure ("-", "NA") is NaN. None for an empty file."""
+    import csv
+
+    with open(benchmark, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not rows:
+        return None
+    last = rows[-1]
+
+    def number(key: str) -> float:
+        try:
+            return float(last.get(key))
+        except (TypeError, ValueError):
+            return float("nan")
+
+    logged = logged_cpu_seconds(log_of_benchmark(benchmark))
+    return {"wall_s": number("s"), "cpu_s": logged if logged is not None else number("cpu_time"),
+            "max_rss_mb": number("max_rss")}
+
+
 def log_of_benchmark(benchmark: Path) -> Path:
     """The log beside a benchmark file: every rule names both after one name (workflow/rules/common.smk,
     ``log_path`` and ``bench_path``): ``<results>/benchmarks/<name>.tsv`` → ``<results>/logs/<name>.log``."""

@@ -257,8 +257,9 @@ def test_sgd_with_bfloat16_products_fits_as_well_as_with_float32(random_model, r
     """product_dtype="bfloat16" rounds the inputs of the step's large product (bfloat16 keeps 8 bits of
     mantissa: ≈ 0.4 % per input) while the parameters, the linear term and the loss stay float32: the
     fit moves (it is not the float32 one) and lands as close to the population optimum: its excess FVU
-    over the exact fit's within 5 % of the float32 fit's, a margin of the size another sampling seed
-    moves the float32 fit by (the rounding perturbs each step's gradient far less than the minibatch)."""
+    over the exact fit's within 1 % of the float32 fit's. Measured 0.04-0.13 % on three such problems;
+    another sampling seed moves the float32 fit by up to 5 %, so 1 % tells the rounding apart from a
+    fit that went elsewhere."""
     from polyinterp.approx import exact_fvu
 
     d = 12
@@ -272,7 +273,7 @@ def test_sgd_with_bfloat16_products_fits_as_well_as_with_float32(random_model, r
     fvu = exact_fvu(model, {"exact": quadratic_approximant(model, mix, tol=1e-10), "f32": f32, "bf16": bf16}, mix)
     excess32, excess16 = fvu["f32"] - fvu["exact"], fvu["bf16"] - fvu["exact"]
     assert excess32 > 0 and excess16 > 0
-    assert abs(excess16 / excess32 - 1) < 0.05, fvu
+    assert abs(excess16 / excess32 - 1) < 0.01, fvu
 
 
 def test_sgd_product_dtype_auto_and_bad_names(random_model, random_mixture):
