@@ -22,12 +22,13 @@ eigenvalues that the plan found are deflated (:mod:`polyinterp.approx.solvers.de
 plan's coarse space of forms W S Wᵀ (:mod:`polyinterp.approx.solvers.coarse_space`) when it has one. The Gram products
 inside the iteration run in ``inner_dtype``: ``"auto"`` picks bfloat16 for the d³ products where the
 hardware has fast bfloat16 (AVX512-BF16/AMX CPUs, CUDA from compute capability 8.0) and d ≥ 256,
-float32 otherwise. Iterate and residual are float64, the recursive residual is replaced by the float64
-one whenever it has dropped tenfold (bfloat16 products) or ten-thousandfold (float32 ones; reliable
-updates, :data:`REPLACE_FACTOR`) or has stalled, and convergence is declared on a float64
-residual only, in the Frobenius norm of the residual's form (r₀² + 2‖r₁‖² + ‖R₂‖², the same in every
-basis Q), so ``tol`` holds in float64 whatever the inner precision (lower precision may cost
-iterations; measurements in ``bench/README.md``).
+float32 otherwise. Iterate and residual are float64, the recursive residual is replaced whenever it has
+dropped tenfold (bfloat16 products) or ten-thousandfold (float32 ones; reliable updates,
+:data:`REPLACE_FACTOR`): with bfloat16 products by a float32 update anchored at the last float64 residual
+(:func:`_anchored_operator`), else by the float64 residual; a stall and the end take a float64 residual,
+and convergence is declared on a float64 residual only, in the Frobenius norm of the residual's form
+(r₀² + 2‖r₁‖² + ‖R₂‖², the same in every basis Q), so ``tol`` holds in float64 whatever the inner
+precision (lower precision may cost iterations; measurements in ``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -84,6 +85,19 @@ def _inner_operator(op_hi: FormGramOperator, wmix: GaussianMixture, inner_dtype)
     return (lambda th: lo(cast(th, torch.float32))), inner_dtype
 
 
+def _anchored_operator(op_hi: FormGramOperator, resolved):
+    """The operator of block PCG's intermediate reliable updates (``op_mid``): float32 products where the
+    iteration's are bfloat16, whose recursive residual drifts within a decade (:data:`REPLACE_FACTOR`). An
+    update anchored at the last float64 residual has float32 round-off on the correction alone, so it
+    replaces the drifted residual about as well as a float64 one, for the price of a float32 product
+    (convergence is still declared on a float64 residual). None otherwise: with float32 or float64 products
+    every reliable update is rare (ten-thousandfold) and takes a float64 residual."""
+    if resolved != torch.bfloat16:
+        return None
+    mid = op_hi.to(torch.float32, product_dtype=torch.float32)
+    return lambda th: mid(cast(th, torch.float32))
+
+
 def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max_iter: int = 500,
                       warm_start: Approximant | None = None, inner_dtype="auto",
                       rcond: float = 1e-10, preconditioner: str = "joint_diagonal", jd_sweeps: int = 2,
@@ -122,6 +136,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
                                                                          device=mixture.device)
     op_hi = FormGramOperator(wmix, Q)
     op_lo, resolved = _inner_operator(op_hi, wmix, inner_dtype)
+    op_mid = _anchored_operator(op_hi, resolved)
     # with low-precision products the search directions and the work around the product are float32
     directions = None if resolved == wmix.dtype else torch.float32
     to_q = lambda theta: (rotate(theta_to_form(theta), Q),)  # noqa: E731  coefficients → state
@@ -170,7 +185,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
             start = "moment_matched (warm start was worse)"
     t_start = clock(Q)
     xq, it, rel, extra = block_pcg(op_hi, op_lo, precond, rhs, x0, tol, max_iter, r0=r0, deflation=deflation,
-                                   replace_factor=REPLACE_FACTOR.get(resolved, 0.1), direction_dtype=directions)
+                                   replace_factor=REPLACE_FACTOR.get(resolved, 0.1), direction_dtype=directions,
+                                   op_mid=op_mid)
     t_pcg = clock(Q) - t_start
     g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
     out = g.compose(W.P, -(W.P @ W.shift))
@@ -178,7 +194,7 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         "method": "exact", "degree": 2, "iterations": it, "residual": float(rel.max()), "tol": tol,
         "converged": bool((rel <= tol).all()), "seconds": time.perf_counter() - t0, "start": start,
         "inner_dtype": str(resolved).replace("torch.", ""), "rank": W.rank, "K": mixture.K,
-        "true_residuals": extra["true_residuals"],
+        "true_residuals": extra["true_residuals"], "anchored_residuals": extra["anchored_residuals"],
         "preconditioner": preconditioner, "deflated": getattr(deflation, "explicit", getattr(deflation, "k", 0)),
         "coarse_dimension": getattr(deflation, "m", 0),
         "deflation_rejected": int((plan.deflation_info or {}).get("rejected", 0)),
@@ -186,10 +202,13 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         # where the time went (each part timed after the device finished it): setup (the plan when none was
         # given, whitening, operator, preconditioner; coarse_setup: of it the coarse space), right-hand side,
         # start (closed form, warm start's residuals, PCG's start residual and coarse correction), the
-        # iterations, and the later float64 residuals (with their coarse corrections)
+        # iterations, the later float64 residuals and the float32 updates anchored at them (each with its
+        # coarse correction)
         "seconds_by_part": {"setup": t_setup, "coarse_setup": t_coarse, "rhs": t_rhs - t_setup_end,
                             "start": t_start - t_rhs + extra["start_seconds"],
-                            "iterations": t_pcg - extra["start_seconds"] - extra["true_residual_seconds"],
-                            "true_residuals": extra["true_residual_seconds"]},
+                            "iterations": t_pcg - extra["start_seconds"] - extra["true_residual_seconds"]
+                            - extra["anchored_residual_seconds"],
+                            "true_residuals": extra["true_residual_seconds"],
+                            "anchored_residuals": extra["anchored_residual_seconds"]},
         "residual_history": [h for h in extra["history"] if math.isfinite(h)],
     })

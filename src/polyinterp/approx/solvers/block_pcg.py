@@ -19,7 +19,7 @@ def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
 
 
 def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter: int, replace_factor: float = 0.1,
-              r0: Theta | None = None, deflation=None, direction_dtype: torch.dtype | None = None):
+              r0: Theta | None = None, deflation=None, direction_dtype: torch.dtype | None = None, op_mid=None):
     """Solve A X = rhs column by column in the joint Krylov space of all columns.
 
     The search block is A-orthonormalised every iteration (eigen-decomposition of PᵀAP, dropping
@@ -30,6 +30,12 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     ``replace_factor`` since the last true one (reliable updates) or has stalled (fallen by less than
     :data:`STALL_RATIO` over two iterations), at ``max_iter`` and before declaring convergence, which is
     only ever declared on a true residual.
+    ``op_mid``: products for the reliable updates that are neither final nor a stall restart (e.g. float32 ones
+    where ``op_lo``'s are bfloat16): such an update is anchored at the last float64 pair (X_t, R_t),
+    R = R_t − op_mid(X − X_t), so its round-off is op_mid's on the correction X − X_t alone, not on X (the
+    same residual to that round-off, at the price of an ``op_mid`` product instead of a float64 one).
+    Convergence, ``max_iter`` and stall restarts still take a float64 residual, which becomes the next anchor.
+    Default None: every reliable update is a float64 residual.
     ``r0``: the residual of ``x0`` when the caller has it already. ``deflation``: a
     :class:`~polyinterp.approx.solvers.deflation.Deflation` or
     :class:`~polyinterp.approx.solvers.coarse_space.SubspaceDeflation` (coarse correction of the start, search
@@ -45,9 +51,10 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     The block's A-orthonormalisation (eigen-decomposition of PᵀAP) is always in float64.
     Returns (x, iterations, relative residual per output [o], info); info's ``history`` holds the
     largest relative residual of the start (before the coarse correction) and after each iteration,
-    ``true_residuals`` the number of float64 residuals, ``start_seconds`` the time to the first iteration
-    (start residual and coarse correction) and ``true_residual_seconds`` the time of the later float64
-    residuals with their coarse corrections.
+    ``true_residuals`` the number of float64 residuals, ``anchored_residuals`` the number of ``op_mid``
+    updates, ``start_seconds`` the time to the first iteration (start residual and coarse correction),
+    ``true_residual_seconds`` the time of the later float64 residuals with their coarse corrections and
+    ``anchored_residual_seconds`` that of the ``op_mid`` updates with theirs.
     """
     t_start = clock(rhs[-1])
     ddt = direction_dtype or rhs[-1].dtype
@@ -69,6 +76,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         R = add(rhs, op_hi(X), -1.0)
         rel, n_true = relative_residual(R, bnorm), 2
     last_true, since_true = rel.clone(), []
+    X_t, R_t, n_mid, t_mid = X, R, 0, 0.0  # the last float64 pair, the anchor of op_mid's updates
     P = project(precond(low(R)))
     t_true, t_start = 0.0, clock(rhs[-1]) - t_start
     while it < max_iter and not bool((rel <= tol).all()):
@@ -99,12 +107,19 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
             if deflation is not None and not every:
                 # the residual is recomputed below, so only the iterate is corrected
                 X = deflation.correct_solution(X, R)
-            R = add(rhs, op_hi(X), -1.0)
-            rel, n_true = relative_residual(R, bnorm), n_true + 1
+            if op_mid is not None and not (final or stalled):
+                D = add(X, X_t, -1.0)
+                R = add(R_t, cast(op_mid(D), R_t[-1].dtype), -1.0)  # D in full precision: op_mid casts it
+                rel, n_mid = relative_residual(R, bnorm), n_mid + 1
+                t_mid += clock(rel) - t0
+            else:
+                R = add(rhs, op_hi(X), -1.0)
+                rel, n_true = relative_residual(R, bnorm), n_true + 1
+                X_t, R_t = X, R
+                t_true += clock(rel) - t0
             last_true, since_true = rel.clone(), []
-            t_true += clock(rel) - t0
         history.append(float(rel.max()))
         Z = project(precond(low(R)))
         P = add(Z, block_combine(P, -block_inner(Q, Z)))
-    return X, it, rel, {"history": history, "true_residuals": n_true, "start_seconds": t_start,
-                        "true_residual_seconds": t_true}
+    return X, it, rel, {"history": history, "true_residuals": n_true, "anchored_residuals": n_mid,
+                        "start_seconds": t_start, "true_residual_seconds": t_true, "anchored_residual_seconds": t_mid}
