@@ -156,6 +156,25 @@ def test_warm_start_and_inner_precision(random_model, random_mixture):
     assert torch.allclose(cold.gamma, cold.gamma.transpose(1, 2))
 
 
+def test_bfloat16_products_meet_the_float64_tolerance_with_anchored_updates(random_model, random_mixture):
+    """bfloat16 products inside PCG on the CPU: the intermediate reliable updates are float32 products
+    anchored at the last float64 residual, and the fit still converges on a float64 residual to the
+    solution of all-float64 products (the same solution to the tolerance's accuracy). The moment-matched
+    preconditioner, since at this size the joint-diagonal plan's coarse space spans the whole problem and
+    its start is the solution (no iteration, no update)."""
+    model = random_model("mlp", 6, 12, 3, seed=3)
+    mix = random_mixture(6, 4, seed=4, spread=2.0)
+    kw = dict(tol=1e-10, preconditioner="moment_matched")
+    f64 = quadratic_approximant(model, mix, inner_dtype=None, **kw)
+    bf = quadratic_approximant(model, mix, inner_dtype=torch.bfloat16, **kw)
+    info = bf.fit_info
+    assert info["converged"] and info["residual"] <= 1e-10 and info["inner_dtype"] == "bfloat16"
+    assert info["anchored_residuals"] >= 1 and info["seconds_by_part"]["anchored_residuals"] >= 0
+    assert f64.fit_info["anchored_residuals"] == 0
+    torch.testing.assert_close(bf.gamma, f64.gamma, rtol=1e-7, atol=1e-9)
+    torch.testing.assert_close(bf.beta, f64.beta, rtol=1e-7, atol=1e-9)
+
+
 def test_exact_is_no_worse_than_sgd(random_model, random_mixture):
     """Population-optimal exact fit: its MSE is ≤ SGD's up to Monte-Carlo error (paired difference)."""
     d = 6
