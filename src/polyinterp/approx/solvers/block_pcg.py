@@ -27,9 +27,9 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
 
     Precision: ``op_lo`` computes the products inside the iteration (e.g. in bfloat16/float32);
     ``op_hi`` (float64) the true residual at the start, whenever the recursive residual fell by
-    ``replace_factor`` since the last true one (reliable updates) or has stalled (fallen by less than
-    :data:`STALL_RATIO` over two iterations), at ``max_iter`` and before declaring convergence, which is
-    only ever declared on a true residual.
+    ``replace_factor`` since the last replacement (reliable updates; with ``op_mid`` an intermediate one is
+    anchored, below) or has stalled (fallen by less than :data:`STALL_RATIO` over two iterations), at
+    ``max_iter`` and before declaring convergence, which is only ever declared on a true residual.
     ``op_mid``: products for the reliable updates that are neither final nor a stall restart (e.g. float32 ones
     where ``op_lo``'s are bfloat16): such an update is anchored at the last float64 pair (X_t, R_t),
     R = R_t − op_mid(X − X_t), so its round-off is op_mid's on the correction X − X_t alone, not on X (the
