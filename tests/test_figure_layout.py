@@ -226,3 +226,38 @@ def test_panel_steps_spread_in_log_step_around_the_required_ones():
     assert panel_steps([0, 16, 32], 5) == [16, 32]
     picked = panel_steps(available, 6)
     assert {16, 4096, 16384, 262144} <= set(picked) and len(picked) == 6
+
+
+def test_cubic_fit_legend_says_seed_by_colour_and_split_by_line_style(tmp_path, monkeypatch):
+    """At the paper config's 3 seeds the training-curve panel used to list one entry per seed and split (9,
+    more than a panel may hold); colour now says the seed and line style the split, one entry each, and
+    every curve of the table is drawn (hand-built tables, 3 seeds)."""
+    import matplotlib.pyplot as plt
+    from polyinterp.figures.cubic import fit as cubic_fit
+
+    figs = []
+    monkeypatch.setattr(cubic_fit, "save_figure", lambda fig, *paths: figs.append(fig))
+    x = np.linspace(-2, 2, 21)
+    curves_df = pd.concat([pd.DataFrame({"seed": 0, "curve": i, "a": a, "b": b, "in_range": i < 2, "x": x,
+                                         "y_true": x ** 3 + a * x ** 2 + b * x, "y_model": x ** 3 + a * x ** 2 + b * x + 0.01})
+                           for i, (a, b) in enumerate([(0, -1), (1, -2), (2.5, -2.5)])], ignore_index=True)
+    save_parquet(curves_df, tmp_path / "curves.parquet")
+    train_paths, fit_paths = [], []
+    for seed in (0, 1, 2):
+        steps = np.array([500, 1000, 2000, 4000])
+        save_parquet(pd.DataFrame([{"seed": seed, "split": split, "step": int(s), "rel_mse": 1e-3 / (j + 1) / s * 500}
+                                   for split in ("train", "val", "out_of_range") for j, s in enumerate(steps)]),
+                     tmp_path / f"train{seed}.parquet")
+        save_parquet(pd.DataFrame({"seed": [seed], "split": ["val"], "rel_mse": [2e-5], "target_rel_mse": [1e-4]}),
+                     tmp_path / f"fit{seed}.parquet")
+        train_paths.append(str(tmp_path / f"train{seed}.parquet"))
+        fit_paths.append(str(tmp_path / f"fit{seed}.parquet"))
+    drawn_lines = cubic_fit.fit_figure(curves=str(tmp_path / "curves.parquet"), train_curves=train_paths, fit=fit_paths,
+                                       out=[str(tmp_path / "f.png")])
+    (fig,) = figs
+    legends = assert_readable(fig)
+    entries = {lg.get_title().get_text(): [t.get_text() for t in lg.get_texts()] for lg in legends}
+    assert entries["right: training curves, colour: the seed"] == ["seed 0", "seed 1", "seed 2"]
+    assert entries["right: line style: the split"] == ["val", "out_of_range", "train"]
+    assert len(drawn_lines["training"]) == 9 and len(fig.axes[1].get_lines()) == 9 + 1  # and the target line
+    plt.close(fig)

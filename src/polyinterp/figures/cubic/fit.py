@@ -8,8 +8,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from polyinterp.figures.style import panel_legends_below  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from polyinterp.figures.style import legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
+
+SPLIT_STYLES = (("val", "-"), ("out_of_range", ":"), ("train", "--"))
 
 
 def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: list[str]) -> dict:
@@ -30,11 +34,16 @@ def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: lis
         drawn["curves"].append({"curve": int(cid), "a": float(c.a.iloc[0]), "b": float(c.b.iloc[0]),
                                 "in_range": bool(c.in_range.iloc[0]), "points": len(c)})
     ax0.set(xlabel="x", ylabel="y", title=f"seed {int(curves.seed.iloc[0])}: model (solid) vs x³+ax²+bx (dashed)")
-    for seed, t in train.groupby("seed"):
-        for split, ls in (("val", "-"), ("out_of_range", ":"), ("train", "--")):
+    # colour: the seed, line style: the split (one legend entry each, not one per seed and split)
+    seed_entries, split_entries = {}, {}
+    for i, (seed, t) in enumerate(train.groupby("seed")):
+        col = colors[i % len(colors)]
+        for split, ls in SPLIT_STYLES:
             s = t[(t.split == split) & (t.step > 0)]
             if len(s):
-                ax1.loglog(s.step, s.rel_mse, ls=ls, label=f"seed {seed} {split}")
+                ax1.loglog(s.step, s.rel_mse, ls=ls, color=col)
+                seed_entries[f"seed {seed}"] = Line2D([], [], color=col)
+                split_entries[split] = Line2D([], [], color="k", ls=ls)
                 drawn["training"].append({"seed": int(seed), "split": split, "points": len(s)})
     target = float(fit.target_rel_mse.iloc[0])
     ax1.axhline(target, color="k", lw=0.8, ls="--")
@@ -43,7 +52,9 @@ def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: lis
     ax1.set(xlabel="step", ylabel="MSE / Var(y)",
             title="final val rel-MSE: " + ", ".join(f"{v:.1e}" for v in val.rel_mse))
     fig.tight_layout()
-    panel_legends_below(fig, [("left: the polynomials (solid: model, dashed: truth)", ax0),
-                              ("right: training curves (seed, split)", ax1)])
+    handles, labels = ax0.get_legend_handles_labels()
+    legends_below(fig, [("left: the polynomials (solid: model, dashed: truth)", dict(zip(labels, handles))),
+                        ("right: training curves, colour: the seed", seed_entries),
+                        ("right: line style: the split", split_entries)])
     save_figure(fig, *out)
     return drawn
