@@ -22,6 +22,7 @@ Also a step's own CPU time, which the command line writes at the end of the step
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -135,7 +136,7 @@ _CPU_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+
 
 def process_cpu_seconds() -> float:
     """User + system seconds of this process and of its children that have been waited for (getrusage)."""
-    import resource
+    import resource  # Unix only: imported where it is used, so that reading logs works anywhere
 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
@@ -161,8 +162,6 @@ def job_seconds(benchmark: Path) -> dict | None:
     """A job's wall s and peak RSS (MB) from its Snakemake benchmark file (its last row: one per repeat),
     and its CPU s from the step's own count in its log where present, else the benchmark's
     ``cpu_time``; a value Snakemake could not measure ("-", "NA") is NaN. None for an empty file."""
-    import csv
-
     with open(benchmark, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     if not rows:

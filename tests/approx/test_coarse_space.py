@@ -229,6 +229,19 @@ def test_project_of_float32_directions_matches_float64():
     torch.testing.assert_close(again, z32, rtol=0, atol=0)
 
 
+def _pcg_problem(seed: int = 31):
+    """A d = 7, K = 4 mixture's form operator, 3 symmetric right-hand sides (seed + 1) and their solution
+    by a dense least-squares solve of the assembled operator (the independent route)."""
+    mix = _mixture(d=7, K=4, seed=seed)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    rhs = _forms(3, n, seed + 1)
+    basis = torch.eye(n * n, dtype=DT).reshape(n * n, n, n)
+    A = op((basis,))[0].reshape(n * n, -1)
+    exact = sym(torch.linalg.lstsq(A, rhs.reshape(3, -1).T).solution.T.reshape(3, n, n))
+    return mix, op, n, rhs, exact
+
+
 def test_block_pcg_with_float32_directions_gives_the_direct_solution():
     """float32 search directions (with float32 products inside the iteration) change neither the solution
     (an exactly symmetric iterate: the operator cannot see an antisymmetric part, so one left by float32
@@ -236,14 +249,8 @@ def test_block_pcg_with_float32_directions_gives_the_direct_solution():
     round-off costs a few iterations at tol 1e-10: 55 against 58 and 54 against 55 measured with two
     orders of summation): the float64 residuals decide convergence; the iterate and residual stay float64,
     and the operator inside the iteration, the preconditioner and the projection see float32 states only."""
-    mix = _mixture(d=7, K=4, seed=27)
-    op = FormGramOperator(mix)
+    mix, op, n, rhs, exact = _pcg_problem(seed=27)
     lo = op.to(torch.float32)
-    n = mix.d + 1
-    rhs = _forms(3, n, 28)
-    basis = torch.eye(n * n, dtype=DT).reshape(n * n, n, n)
-    A = op((basis,))[0].reshape(n * n, -1)
-    exact = sym(torch.linalg.lstsq(A, rhs.reshape(3, -1).T).solution.T.reshape(3, n, n))
     seen = []
 
     def op_lo(state):
@@ -271,17 +278,6 @@ def test_block_pcg_with_float32_directions_gives_the_direct_solution():
         assert {dt for name, dt in seen} == {want}
         results[ddt] = it
     assert results[torch.float32] <= 1.5 * results[None], results
-
-
-def _pcg_problem(seed: int = 31):
-    mix = _mixture(d=7, K=4, seed=seed)
-    op = FormGramOperator(mix)
-    n = mix.d + 1
-    rhs = _forms(3, n, seed + 1)
-    basis = torch.eye(n * n, dtype=DT).reshape(n * n, n, n)
-    A = op((basis,))[0].reshape(n * n, -1)
-    exact = sym(torch.linalg.lstsq(A, rhs.reshape(3, -1).T).solution.T.reshape(3, n, n))
-    return mix, op, n, rhs, exact
 
 
 def test_anchored_updates_with_exact_products_are_the_float64_residuals():

@@ -169,7 +169,7 @@ def test_bfloat16_products_meet_the_float64_tolerance_with_anchored_updates(rand
     bf = quadratic_approximant(model, mix, inner_dtype=torch.bfloat16, **kw)
     info = bf.fit_info
     assert info["converged"] and info["residual"] <= 1e-10 and info["inner_dtype"] == "bfloat16"
-    assert info["anchored_residuals"] >= 1 and info["seconds_by_part"]["anchored_residuals"] >= 0
+    assert info["anchored_residuals"] >= 1 and "anchored_residuals" in info["seconds_by_part"]
     assert f64.fit_info["anchored_residuals"] == 0
     torch.testing.assert_close(bf.gamma, f64.gamma, rtol=1e-7, atol=1e-9)
     torch.testing.assert_close(bf.beta, f64.beta, rtol=1e-7, atol=1e-9)

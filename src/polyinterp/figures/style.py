@@ -94,15 +94,17 @@ def legends_below(fig, groups: list[tuple[str | None, dict]]) -> list:
     return legends
 
 
+def axes_entries(ax) -> dict:
+    """An axes' labelled artists as legend entries (label → handle; a label repeated once)."""
+    handles, labels = ax.get_legend_handles_labels()
+    return dict(zip(labels, handles))
+
+
 def panel_legends_below(fig, panels: list[tuple[str | None, object]]) -> list:
     """The legends of axes drawn as figure legends below every axes of ``fig`` (:func:`legends_below`):
     ``panels`` is a list of (title, axes), each axes' labelled artists one group under its title (a
     label repeated within a panel once). Call it after the layout, as :func:`legend_below`."""
-    groups = []
-    for title, ax in panels:
-        handles, labels = ax.get_legend_handles_labels()
-        groups.append((title, dict(zip(labels, handles))))
-    return legends_below(fig, groups)
+    return legends_below(fig, [(title, axes_entries(ax)) for title, ax in panels])
 
 
 def _legend_under(fig, above, entries: dict, title: str | None):

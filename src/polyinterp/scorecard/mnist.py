@@ -213,8 +213,9 @@ def late_rise_claims(metrics: pd.DataFrame, dist: str) -> list[Claim]:
     scored twice, a row each: on the paper's SGD fit (like for like; where the run fits it at ≥ 3
     checkpoints from 2^16) and on the exact fit (what the network does)."""
     out = []
-    for approximant, fit, condition in (("quadratic", "exact fit", "exact fit (what the network does)"),
-                                        ("quadratic_sgd", "the paper's SGD fit", "the paper's SGD fit (like for like)")):
+    for approximant, fit, why in (("quadratic", "exact fit", "what the network does"),
+                                  ("quadratic_sgd", "the paper's SGD fit", "like for like")):
+        condition = f"{fit} ({why})"
         curve = _curve(metrics, approximant, dist, "fvu")
         late = curve[curve.index >= 2 ** 16]
         if approximant == "quadratic_sgd" and not len(curve):

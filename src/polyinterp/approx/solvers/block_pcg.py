@@ -75,7 +75,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         # residual update ran in the deflation's precision, so convergence is decided on a true residual
         R = add(rhs, op_hi(X), -1.0)
         rel, n_true = relative_residual(R, bnorm), 2
-    last_true, since_true = rel.clone(), []
+    last_replaced, since_replaced = rel.clone(), []
     X_t, R_t, n_mid, t_mid = X, R, 0, 0.0  # the last float64 pair, the anchor of op_mid's updates
     P = project(precond(low(R)))
     t_true, t_start = 0.0, clock(rhs[-1]) - t_start
@@ -98,11 +98,11 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         rel = relative_residual(R, bnorm)
         it += 1
         final = bool((rel <= tol).all()) or it == max_iter
-        since_true.append(float(rel.max()))
+        since_replaced.append(float(rel.max()))
         # stalled: no progress over two iterations (low-precision products leave residual parts, e.g. in
         # a coarse space corrected only here, that the iteration cannot remove); a true residual restarts it
-        stalled = len(since_true) > 2 and since_true[-1] >= STALL_RATIO * since_true[-3]
-        if final or stalled or bool((rel <= replace_factor * last_true).all()):
+        stalled = len(since_replaced) > 2 and since_replaced[-1] >= STALL_RATIO * since_replaced[-3]
+        if final or stalled or bool((rel <= replace_factor * last_replaced).all()):
             t0 = time.perf_counter()  # the bool above waited for the device
             if deflation is not None and not every:
                 # the residual is recomputed below, so only the iterate is corrected
@@ -117,7 +117,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
                 rel, n_true = relative_residual(R, bnorm), n_true + 1
                 X_t, R_t = X, R
                 t_true += clock(rel) - t0
-            last_true, since_true = rel.clone(), []
+            last_replaced, since_replaced = rel.clone(), []
         history.append(float(rel.max()))
         Z = project(precond(low(R)))
         P = add(Z, block_combine(P, -block_inner(Q, Z)))

@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 
 from matplotlib.lines import Line2D  # noqa: E402
 
-from polyinterp.figures.style import legends_below  # noqa: E402
+from polyinterp.figures.style import axes_entries, legends_below  # noqa: E402
 from polyinterp.io import load_parquet, save_figure  # noqa: E402
 
 SPLIT_STYLES = (("val", "-"), ("out_of_range", ":"), ("train", "--"))
@@ -52,8 +52,7 @@ def fit_figure(*, curves: str, train_curves: list[str], fit: list[str], out: lis
     ax1.set(xlabel="step", ylabel="MSE / Var(y)",
             title="final val rel-MSE: " + ", ".join(f"{v:.1e}" for v in val.rel_mse))
     fig.tight_layout()
-    handles, labels = ax0.get_legend_handles_labels()
-    legends_below(fig, [("left: the polynomials (solid: model, dashed: truth)", dict(zip(labels, handles))),
+    legends_below(fig, [("left: the polynomials (solid: model, dashed: truth)", axes_entries(ax0)),
                         ("right: training curves, colour: the seed", seed_entries),
                         ("right: line style: the split", split_entries)])
     save_figure(fig, *out)
