@@ -146,17 +146,63 @@ def test_plan_carries_its_coarse_basis(random_mixture):
     again = SolverPlan.from_state_dict(plan.state_dict())
     torch.testing.assert_close(again.coarse_basis, W, rtol=0, atol=0)
     parts = plan.seconds_by_part
-    assert list(parts) == ["whitening", "newton", "lanczos", "deflation", "coarse"]
+    assert list(parts) == ["whitening", "newton", "lanczos", "deflation", "coarse", "coarse_factor"]
     assert min(parts.values()) >= 0 and sum(parts.values()) <= plan.seconds and again.seconds_by_part == parts
     jacobi = SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=3, coarse_rank=2, basis="jacobi")
     assert list(jacobi.seconds_by_part) == ["whitening", "frobenius_sweeps", "logdet_sweeps", "lanczos", "deflation",
-                                            "coarse"]
-    assert SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=0).coarse_basis is None
+                                            "coarse", "coarse_factor"]
+    without = SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=0)
+    assert without.coarse_basis is None and without.coarse_factor is None
     with pytest.raises(ApproxInputError, match="coarse_ritz"):
         SolverPlan.build(mix, sweeps=2, lanczos_steps=25, coarse_ritz=100, coarse_rank=4)
     state = plan.state_dict()
     state["coarse_basis"] = W[:-1]
     with pytest.raises(ApproxInputError, match="coarse basis"):
+        SolverPlan.from_state_dict(state)
+
+
+@pytest.mark.parametrize("explicit", [0, 2])
+def test_a_coarse_space_rebuilt_from_its_factor_is_the_same_to_the_bit(explicit):
+    """``from_factor`` skips the Galerkin matrix and the Cholesky factor, and gives the same E, the same
+    explicit vectors and the same corrections and projections, bit for bit; a factor of another size is
+    refused, naming the shapes."""
+    mix = _mixture(d=6, K=3, seed=40)
+    op = FormGramOperator(mix)
+    n = mix.d + 1
+    W = torch.randn(n, 3, generator=torch.Generator().manual_seed(41), dtype=DT)
+    cs = SubspaceDeflation(op, W, (_forms(explicit, n, 42),) if explicit else None, product_dtype=torch.float32)
+    again = SubspaceDeflation.from_factor(op, cs.factor(), product_dtype=torch.float32)
+    assert (again.m, again.k, again.explicit) == (cs.m, cs.k, cs.explicit) == (6, 6 + explicit, explicit)
+    assert torch.equal(again.E_chol, cs.E_chol) and torch.equal(again.W, cs.W) and torch.equal(again.Bw_lo, cs.Bw_lo)
+    x, r, z = _forms(2, n, 43), _forms(2, n, 44), _forms(2, n, 45)
+    for u, v in zip(cs.correct((x,), (r,)) + cs.project((z.float(),)),
+                    again.correct((x,), (r,)) + again.project((z.float(),))):
+        assert torch.equal(u[0] if isinstance(u, tuple) else u, v[0] if isinstance(v, tuple) else v)
+    with pytest.raises(ApproxInputError, match="coarse-space factor"):
+        SubspaceDeflation.from_factor(FormGramOperator(_mixture(d=5, K=3, seed=40)), cs.factor())
+
+
+def test_a_plan_with_its_coarse_factor_gives_the_fit_of_a_plan_without(random_model, random_mixture):
+    """The plan factors its coarse space once; a fit with that plan, saved and loaded, is the same to the
+    bit as a fit with the same plan less its factor (which factors it in the fit). A factor that does not
+    match the plan's coarse basis is refused on load."""
+    from polyinterp.approx import quadratic_approximant
+
+    mix, model = random_mixture(10, 3, seed=46, spread=2.0), random_model("mlp", 10, 12, 2, 1)
+    plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=30, coarse_ritz=3, coarse_rank=2)
+    assert plan.coarse_factor is not None and plan.coarse_factor["W"].shape == plan.coarse_basis.shape
+    loaded = SolverPlan.from_state_dict(plan.state_dict())
+    bare = SolverPlan.from_state_dict({**plan.state_dict(), "coarse_factor": None})
+    for inner in ("float64", "bfloat16"):
+        a, b = (quadratic_approximant(model, mix, tol=1e-10, max_iter=500, plan=p, inner_dtype=inner)
+                for p in (loaded, bare))
+        assert a.fit_info["iterations"] == b.fit_info["iterations"] > 0
+        assert a.fit_info["coarse_dimension"] == b.fit_info["coarse_dimension"] > 0
+        for name in ("alpha", "beta", "gamma"):
+            assert torch.equal(getattr(a, name), getattr(b, name)), (inner, name)
+    state = plan.state_dict()
+    state["coarse_factor"] = {**state["coarse_factor"], "W": state["coarse_factor"]["W"][:, :-1]}
+    with pytest.raises(ApproxInputError, match="coarse-space factor"):
         SolverPlan.from_state_dict(state)
 
 

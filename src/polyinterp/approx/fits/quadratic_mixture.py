@@ -41,7 +41,6 @@ import torch
 
 from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.solvers.block_pcg import block_pcg, relative_residual
-from polyinterp.approx.solvers.coarse_space import SubspaceDeflation
 from polyinterp.approx.solvers.deflation import Deflation
 from polyinterp.approx.core.device_clock import clock
 from polyinterp.approx.core.errors import ApproxInputError
@@ -146,11 +145,10 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         # from the operator's rotated moments: the same preconditioner as
         # MixturePreconditioner(wmix, plan.basis).in_basis() without its n³ products
         precond = BasisPreconditioner.from_moments(op_hi.M, wmix.weights, Q[0]).to(directions or wmix.dtype)
-        V = to_q(plan.deflation) if plan.deflation is not None and plan.deflation[0].shape[0] > 0 else None
+        V = plan.deflation_forms()
         if plan.coarse_basis is not None:
             t_coarse = clock(Q)
-            deflation = SubspaceDeflation(op_hi, plan.basis.T @ plan.coarse_basis, V,
-                                          product_dtype=None if resolved == wmix.dtype else torch.float32)
+            deflation = plan.coarse_space(op_hi, product_dtype=None if resolved == wmix.dtype else torch.float32)
             t_coarse = clock(Q) - t_coarse
         elif V is not None:
             deflation = Deflation(V, op_hi)

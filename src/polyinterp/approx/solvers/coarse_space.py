@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import torch
 
+from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.form_operator import FormGramOperator
 
 
@@ -72,24 +73,14 @@ class SubspaceDeflation:
     GALERKIN_ROWS = 1024  # rows of the Galerkin matrix formed at a time (1024·p² entries of scratch)
 
     def __init__(self, op: FormGramOperator, W: torch.Tensor, V=None, product_dtype: torch.dtype | None = None):
-        M, mt, w = op.M, op.mt, op.w
-        W = torch.linalg.qr(W.to(M.dtype))[0]
-        self.W, self.w, self.M, self.mt = W, w, M, mt
-        self.B = M @ W  # [K, n, p]
-        # B̃ = [√(2 w_k) B_k]_k [n, K·p]: the Σ_k 2 w_k B_k(·)B_kᵀ and Σ_k 2 w_k B_kᵀ(·)B_k terms as one GEMM each
-        self.Bw = (self.B * (2 * w.to(M.dtype)).sqrt()[:, None, None]).transpose(0, 1).reshape(M.shape[1], -1)
-        self.Bw_lo = self.Bw.to(product_dtype or M.dtype)
-        self.N = W.T @ self.B  # [K, p, p]
-        self.N = 0.5 * (self.N + self.N.transpose(1, 2))
-        self.nu = mt @ W  # [K, p]
-        p = W.shape[1]
-        self.ia, self.ib, self.h = _sym_basis(p, W.device)
-        self.h = self.h.to(M.dtype)
+        self._subspace(op, torch.linalg.qr(W.to(op.M.dtype))[0], product_dtype)
+        M = self.M
         E_ss = self._galerkin()
         if V is not None and V[0].shape[0] > 0:
             # only the span counts: V's parts outside the subspace forms (those inside are deflated already,
             # and keeping them would make E singular); a vector (nearly) inside is dropped
             V0 = V[0].to(M.dtype)
+            W = self.W
             V1 = V0 - W @ (W.T @ V0 @ W) @ W.T
             keep = V1.flatten(1).norm(dim=1) > 1e-3 * V0.flatten(1).norm(dim=1)
             V1 = V1[keep]
@@ -104,10 +95,55 @@ class SubspaceDeflation:
         else:
             self.AV = None
             E = E_ss
-        self.E_chol = torch.linalg.cholesky(0.5 * (E + E.T))
-        self.m = E_ss.shape[0]  # the subspace forms' dimension p(p + 1)/2
+        self._factored(torch.linalg.cholesky(0.5 * (E + E.T)))
+
+    @classmethod
+    def from_factor(cls, op: FormGramOperator, factor: dict, product_dtype: torch.dtype | None = None):
+        """The coarse space whose :meth:`factor` is ``factor``, on ``op``, without forming its Galerkin matrix,
+        the explicit vectors' A-images or the Cholesky factor (≈ 4 s of an MNIST fit's setup): the same
+        object, to the bit, as the one that made ``factor`` when ``op`` is the operator it was made with
+        (:class:`~polyinterp.approx.solvers.solver_plan.SolverPlan` keeps one per mixture). Only the
+        O(K·n²·p) moments on the subspace are recomputed."""
+        W, E_chol = factor["W"], factor["E_chol"]
+        p = W.shape[1]
+        k = p * (p + 1) // 2 + (0 if factor["V"] is None else len(factor["V"]))
+        if W.dim() != 2 or W.shape[0] != op.M.shape[-1] or tuple(E_chol.shape) != (k, k):
+            raise ApproxInputError(f"coarse-space factor of shapes W {tuple(W.shape)}, E {tuple(E_chol.shape)} does not "
+                                   f"fit forms of size {op.M.shape[-1]} (W [n, p] and E [k, k], k = p(p + 1)/2 + "
+                                   "explicit vectors, expected); rebuild the solver plan (SolverPlan.build)")
+        self = cls.__new__(cls)
+        to = lambda t: None if t is None else t.to(op.M.device, op.M.dtype)  # noqa: E731
+        self._subspace(op, to(W), product_dtype)
+        self.V, self.AV = to(factor["V"]), to(factor["AV"])
+        self._factored(to(E_chol))
+        return self
+
+    def factor(self) -> dict:
+        """What :meth:`from_factor` needs to rebuild this coarse space on the same operator: the orthonormal
+        subspace W, the explicit vectors V kept (or None) and their A-images AV, and the Cholesky factor of E."""
+        return {"W": self.W, "V": self.V, "AV": self.AV, "E_chol": self.E_chol}
+
+    def _subspace(self, op: FormGramOperator, W: torch.Tensor, product_dtype) -> None:
+        """The operator's moments on the subspace W [n, p] (orthonormal columns): O(K·n²·p)."""
+        M, mt, w = op.M, op.mt, op.w
+        self.W, self.w, self.M, self.mt = W, w, M, mt
+        self.B = M @ W  # [K, n, p]
+        # B̃ = [√(2 w_k) B_k]_k [n, K·p]: the Σ_k 2 w_k B_k(·)B_kᵀ and Σ_k 2 w_k B_kᵀ(·)B_k terms as one GEMM each
+        self.Bw = (self.B * (2 * w.to(M.dtype)).sqrt()[:, None, None]).transpose(0, 1).reshape(M.shape[1], -1)
+        self.Bw_lo = self.Bw.to(product_dtype or M.dtype)
+        self.N = W.T @ self.B  # [K, p, p]
+        self.N = 0.5 * (self.N + self.N.transpose(1, 2))
+        self.nu = mt @ W  # [K, p]
+        p = W.shape[1]
+        self.ia, self.ib, self.h = _sym_basis(p, W.device)
+        self.h = self.h.to(M.dtype)
+
+    def _factored(self, E_chol: torch.Tensor) -> None:
+        """The Cholesky factor of E = ZᵀAZ and the sizes that follow from it and V."""
+        self.E_chol = E_chol
+        self.m = self.ia.shape[0]  # the subspace forms' dimension p(p + 1)/2
         self.explicit = 0 if self.V is None else len(self.V)
-        self.k = E.shape[0]
+        self.k = E_chol.shape[0]
 
     def _galerkin(self) -> torch.Tensor:
         """ZᵀAZ [m, m] on the symmetric basis of :func:`_sym_basis` (a = (a₁ ≤ a₂), b = (c ≤ d)):

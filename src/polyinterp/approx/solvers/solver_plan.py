@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import torch
 
 from polyinterp.approx.core.device_clock import clock
-from polyinterp.approx.solvers.coarse_space import ritz_subspace
+from polyinterp.approx.solvers.coarse_space import SubspaceDeflation, ritz_subspace
 from polyinterp.approx.solvers.deflation import lanczos, outlier_eigenvectors, random_start
 from polyinterp.approx.core.errors import ApproxInputError
-from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate
+from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
 from polyinterp.approx.solvers.gram_operator import GramOperator
 from polyinterp.approx.solvers.joint_diagonal import joint_diagonalize
 from polyinterp.approx.solvers.logdet_newton import NEWTON_ITERATIONS, logdet_newton
@@ -54,8 +54,12 @@ class SolverPlan:
     ``coarse_basis``: W [r + 1, p] with orthonormal columns (whitened x̃ coordinates) or None: the solver
     deflates every form W S Wᵀ besides the deflation block
     (:class:`~polyinterp.approx.solvers.coarse_space.SubspaceDeflation`).
+    ``coarse_factor``: that coarse space's :meth:`~polyinterp.approx.solvers.coarse_space.SubspaceDeflation.factor`
+    on the float64 form operator of the whitened mixture in the basis Q (its Galerkin matrix factored once
+    per mixture, not once per fit; :meth:`coarse_space`), or None (then each fit factors it).
     ``seconds_by_part``: where ``seconds`` went (whitening; newton, or frobenius_sweeps and logdet_sweeps;
-    lanczos; deflation and coarse: the eigenvector checks and the subspace), when the plan was built here."""
+    lanczos; deflation and coarse: the eigenvector checks and the subspace; coarse_factor), when the plan
+    was built here."""
 
     whitening: Whitening
     basis: torch.Tensor
@@ -68,6 +72,7 @@ class SolverPlan:
     seconds_by_part: dict | None = None
     basis_method: str | None = None
     basis_info: dict | None = None
+    coarse_factor: dict | None = None
 
     def __post_init__(self):
         if self.basis_method is None:
@@ -154,8 +159,31 @@ class SolverPlan:
                 info["coarse_dimension"] = coarse.shape[1]
                 info["coarse_ritz_values"] = run.theta[:coarse_ritz].tolist()
                 lap("coarse")
-        return cls(W, Q, sweeps, clock(mixture.means) - t0, deflation, info, logdet_sweeps, coarse, parts, basis,
+        plan = cls(W, Q, sweeps, clock(mixture.means) - t0, deflation, info, logdet_sweeps, coarse, parts, basis,
                    basis_info)
+        if coarse is not None:
+            # the operator the solver builds (quadratic_mixture: the same whitened mixture and basis, float64)
+            plan.coarse_factor = plan.coarse_space(FormGramOperator(wmix, Q)).factor()
+            lap("coarse_factor")
+            plan.seconds = clock(mixture.means) - t0
+        return plan
+
+    def deflation_forms(self) -> tuple | None:
+        """The deflation block as forms in the basis Q (a 1-tuple [k, r + 1, r + 1]), or None when it is empty."""
+        if self.deflation is None or self.deflation[0].shape[0] == 0:
+            return None
+        return (rotate(theta_to_form(self.deflation), self.basis),)
+
+    def coarse_space(self, op: FormGramOperator, product_dtype: torch.dtype | None = None) -> SubspaceDeflation | None:
+        """The coarse space {W S Wᵀ} ⊕ span(deflation) on ``op`` (the float64 form operator of this plan's
+        whitened mixture in its basis Q), from :attr:`coarse_factor` when the plan has one (the same, to the
+        bit, as factoring it here, where ``op`` is computed as the plan computed it), else factored here;
+        None without a coarse basis. ``product_dtype``: :class:`SubspaceDeflation`'s."""
+        if self.coarse_basis is None:
+            return None
+        if self.coarse_factor is not None:
+            return SubspaceDeflation.from_factor(op, self.coarse_factor, product_dtype=product_dtype)
+        return SubspaceDeflation(op, self.basis.T @ self.coarse_basis, self.deflation_forms(), product_dtype=product_dtype)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -179,7 +207,8 @@ class SolverPlan:
         return {"shift": W.shift, "M": W.M, "P": W.P, "basis": self.basis, "sweeps": self.sweeps,
                 "seconds": self.seconds, "deflation": self.deflation, "deflation_info": self.deflation_info,
                 "logdet_sweeps": self.logdet_sweeps, "coarse_basis": self.coarse_basis,
-                "seconds_by_part": self.seconds_by_part, "basis_method": self.basis_method, "basis_info": self.basis_info}
+                "seconds_by_part": self.seconds_by_part, "basis_method": self.basis_method, "basis_info": self.basis_info,
+                "coarse_factor": self.coarse_factor}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SolverPlan":
@@ -195,12 +224,16 @@ class SolverPlan:
             raise ApproxInputError(f"solver plan state has a coarse basis of shape {tuple(coarse.shape)}, which does not "
                                    f"match its whitening (rank {state['P'].shape[0]}: [rank + 1, p] expected); "
                                    "rebuild the plan with SolverPlan.build(mixture)")
+        factor = state.get("coarse_factor")  # None in plans saved before it: each fit factors the coarse space
+        if factor is not None and (coarse is None or factor["W"].shape != coarse.shape):
+            raise ApproxInputError("solver plan state has a coarse-space factor that does not match its coarse basis; "
+                                   "rebuild the plan with SolverPlan.build(mixture)")
         sweeps = int(state["sweeps"])
         method = state.get("basis_method")  # None in plans saved before the Newton basis: inferred from sweeps
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], sweeps,
                    float(state.get("seconds", 0.0)), tuple(deflation) if deflation is not None else None,
                    state.get("deflation_info"), int(state.get("logdet_sweeps", 0)), coarse, state.get("seconds_by_part"),
-                   method, state.get("basis_info"))
+                   method, state.get("basis_info"), factor)
 
     def to(self, device=None, dtype=None) -> "SolverPlan":
         f = lambda t: t.to(device=device or t.device, dtype=dtype or t.dtype)  # noqa: E731
@@ -209,5 +242,7 @@ class SolverPlan:
         info = dict(self.deflation_info) if self.deflation_info is not None else None
         coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
         basis_info = dict(self.basis_info) if self.basis_info is not None else None
+        factor = None if self.coarse_factor is None else {k: None if t is None else f(t)
+                                                          for k, t in self.coarse_factor.items()}
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
-                          self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, basis_info)
+                          self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, basis_info, factor)
