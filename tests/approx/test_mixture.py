@@ -73,6 +73,20 @@ def test_sampling_is_reproducible_by_seed_and_generator():
     assert not torch.equal(a, mix.sample(50, seed=8))
 
 
+def test_samples_in_float32_are_the_float64_points_to_float32_round_off():
+    """sample(dtype=float32) draws as in float64 (same labels, same normals) and maps them in float32:
+    within a few float32 ulps of the float64 points (rounded), and the generator left where float64 leaves it."""
+    mix = GaussianMixture(*_parts())
+    g64, g32 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    (x64, l64), (x32, l32) = mix.sample(200, g64, return_labels=True), mix.sample(200, g32, return_labels=True,
+                                                                                  dtype=torch.float32)
+    assert x32.dtype == torch.float32 and torch.equal(l32, l64)
+    scale = float(x64.abs().max())
+    assert 0 < float((x32.double() - x64).abs().max()) < 8 * torch.finfo(torch.float32).eps * scale
+    torch.testing.assert_close(mix.sample(5, g64).float(), mix.sample(5, g32, dtype=torch.float32),
+                               rtol=0, atol=8 * torch.finfo(torch.float32).eps * scale)
+
+
 def test_to_dtype_and_single():
     mix = GaussianMixture(*_parts()).to(dtype=torch.float32)
     assert mix.means.dtype == torch.float32 and mix.K == 3 and mix.d == 4

@@ -81,6 +81,7 @@ class GaussianMixture:
         self.weights, self.means, self.covs = weights, means, covs
         self.ridge, self.ridge_abs = ridge, ridge_abs
         self._factors: torch.Tensor | None = None
+        self._cast: dict = {}  # dtype → (factors, means) in that dtype, for sample(dtype=)
 
     @staticmethod
     def _validated(weights, means, covs, wtol=1e-8):
@@ -196,10 +197,13 @@ class GaussianMixture:
         return self._factors
 
     def sample(self, n: int, generator: torch.Generator | None = None, *, seed: int | None = None,
-               return_labels: bool = False):
+               return_labels: bool = False, dtype: torch.dtype | None = None):
         """``n`` samples [n, d] (and their component labels with ``return_labels``).
 
-        Reproducible with a seeded ``generator`` on the mixture's device, or ``seed``.
+        Reproducible with a seeded ``generator`` on the mixture's device, or ``seed``. ``dtype``: the
+        samples' dtype (default: the mixture's). The draws are the same whatever ``dtype`` (the labels and
+        standard normals are drawn in the mixture's dtype); only the map μ_k + A_k z runs in ``dtype``, so
+        a seed gives the same points to ``dtype``'s round-off, for half the arithmetic in float32.
         """
         if not isinstance(n, int) or n < 0:
             raise ApproxInputError(f"number of samples must be a non-negative int, got {n!r}")
@@ -208,10 +212,15 @@ class GaussianMixture:
         labels = torch.multinomial(self.weights, n, replacement=True, generator=generator) if n else \
             torch.zeros(0, dtype=torch.long, device=self.device)
         eps = torch.randn(n, self.d, generator=generator, dtype=self.dtype, device=self.device)
-        A = self._sqrt_factors()
-        x = torch.empty(n, self.d, dtype=self.dtype, device=self.device)
+        dtype = self.dtype if dtype is None else dtype
+        A, means = self._sqrt_factors(), self.means
+        if dtype != self.dtype:  # the factors and means cast once per dtype and kept
+            if dtype not in self._cast:
+                self._cast[dtype] = (A.to(dtype), means.to(dtype))
+            (A, means), eps = self._cast[dtype], eps.to(dtype)
+        x = torch.empty(n, self.d, dtype=dtype, device=self.device)
         for k in range(self.K):
             idx = (labels == k).nonzero().squeeze(1)
             if idx.numel():
-                x[idx] = self.means[k] + eps[idx] @ A[k].T
+                x[idx] = means[k] + eps[idx] @ A[k].T
         return (x, labels) if return_labels else x

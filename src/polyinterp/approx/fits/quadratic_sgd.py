@@ -12,17 +12,27 @@ from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
 
 
-def _evaluate(alpha, beta, P, x, product_dtype=None):
-    """α + βx + xᵀGx per output (G = (P + Pᵀ)/2); the batch times the stacked forms in ``product_dtype``
-    (None: x's dtype), everything else in x's dtype."""
+def side_by_side(G: torch.Tensor) -> torch.Tensor:
+    """The forms G [o, d, d] side by side, F [d, o·d] with F[:, k·d:(k + 1)·d] = G[k]: the layout of the
+    one large product x F."""
+    o, d, _ = G.shape
+    return G.permute(1, 0, 2).reshape(d, o * d)
+
+
+def stacked(F: torch.Tensor, o: int) -> torch.Tensor:
+    """The inverse of :func:`side_by_side`: F [d, o·d] → G [o, d, d]."""
+    return F.view(F.shape[0], o, -1).permute(1, 0, 2)
+
+
+def _evaluate(alpha, beta, F, x, product_dtype=None):
+    """α + βx + xᵀG_kx per output k, the forms G_k side by side in F [d, o·d] (:func:`side_by_side`); the
+    batch times F in ``product_dtype`` (None: x's dtype), everything else in x's dtype."""
     o, d = beta.shape
-    G = 0.5 * (P + P.transpose(1, 2))
-    forms = G.permute(1, 0, 2).reshape(d, o * d)
     if product_dtype is None:
-        xG = x @ forms
+        xF = x @ F
     else:  # inputs rounded, the product accumulated in float32 by the GEMM; its gradient likewise
-        xG = (x.to(product_dtype) @ forms.to(product_dtype)).to(x.dtype)
-    return (xG.view(-1, o, d) * x[:, None, :]).sum(-1) + x @ beta.T + alpha
+        xF = (x.to(product_dtype) @ F.to(product_dtype)).to(x.dtype)
+    return (xF.view(-1, o, d) * x[:, None, :]).sum(-1) + x @ beta.T + alpha
 
 
 OPTIMIZERS = ("adamw_schedulefree", "sgd_schedulefree")
@@ -49,7 +59,15 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     ≈ 99 % of a step's arithmetic at MNIST size) and of its gradient: ``torch.bfloat16`` rounds their
     inputs to bfloat16 (the GEMM accumulates in float32), while the parameters, the optimizer's state,
     the linear term, the residuals and the loss stay in ``dtype``; ``None`` (default): ``dtype``. The
-    mixture draws and the network's outputs are computed in the mixture's dtype either way."""
+    mixture's draws are made in its dtype and mapped to samples in ``dtype`` (the points the fit sees; the
+    same points to ``dtype``'s round-off), and the network's outputs are computed at those points.
+
+    The quadratic term is trained as the forms themselves, side by side (:func:`side_by_side`, the layout
+    of the large product), not as a matrix symmetrised at every step: xᵀGx sees only G's symmetric part and
+    its gradient (x xᵀ times the residual) is symmetric, so the trained forms differ from a symmetrised
+    parameterisation's by round-off alone (a test compares the two), and the returned Γ is their
+    symmetric part. That spares each step a transposed sum and a permuted copy of the o·d² entries,
+    forward and backward (bench/README.md, "The SGD fit's step")."""
     if steps < 0 or batch < 1:
         raise ApproxInputError(f"need sgd_steps >= 0 and sgd_batch >= 1, got {steps} and {batch}")
     if optimizer not in OPTIMIZERS:
@@ -75,19 +93,18 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     start = quadratic_gaussian(model, mean, cov)
     alpha = start.alpha.to(dtype).clone().requires_grad_(True)
     beta = start.beta.to(dtype).clone().requires_grad_(True)
-    P = start.gamma.to(dtype).clone().requires_grad_(True)
+    F = side_by_side(start.gamma.to(dtype)).clone().requires_grad_(True)
     if optimizer == "adamw_schedulefree":
-        opt = schedulefree.AdamWScheduleFree([alpha, beta, P], lr=lr, warmup_steps=warmup_steps)
+        opt = schedulefree.AdamWScheduleFree([alpha, beta, F], lr=lr, warmup_steps=warmup_steps)
     else:
-        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD([alpha, beta, P], lr=lr), momentum=momentum)
+        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD([alpha, beta, F], lr=lr), momentum=momentum)
     opt.train()
     losses = []
     for _ in range(steps):
-        x = mixture.sample(batch, generator)
+        x = mixture.sample(batch, generator, dtype=dtype)  # the draws of the mixture's dtype, mapped in dtype
         with torch.no_grad():
             target = model(x).to(dtype)
-        x = x.to(dtype)
-        loss = ((_evaluate(alpha, beta, P, x, low) - target) ** 2).mean()
+        loss = ((_evaluate(alpha, beta, F, x, low) - target) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -95,7 +112,8 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     if optimizer == "adamw_schedulefree":
         opt.eval()  # the schedule-free averaged iterate
     with torch.no_grad():
-        G = 0.5 * (P + P.transpose(1, 2))
+        G = stacked(F, beta.shape[0])
+        G = 0.5 * (G + G.transpose(1, 2))
         coefficients = (alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype), G.detach().to(mixture.dtype))
     return Approximant(*coefficients, {
         "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
