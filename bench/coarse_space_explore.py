@@ -39,6 +39,7 @@ if a.pool > 1:
 mix = GaussianMixture(raw["weights"], means, covs)
 t = time.time()
 plan = SolverPlan.build(mix, lanczos_steps=a.lanczos)
+plan.coarse_factor = None  # each variant below sets its own coarse basis, which each fit then factors
 print("d", mix.d, "plan", round(time.time() - t, 1), "deflated", plan.deflation[0].shape[0] if plan.deflation else 0, flush=True)
 torch.manual_seed(0)
 net = torch.nn.Sequential(torch.nn.Linear(mix.d, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))

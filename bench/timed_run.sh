@@ -14,6 +14,10 @@ if [ $# -lt 1 ]; then
     exit 2
 fi
 out=$1; shift
+if [ ! -x /usr/bin/time ]; then
+    echo "timed_run: /usr/bin/time (GNU time) is missing; install it (Debian: apt-get install time)" >&2
+    exit 2
+fi
 mkdir -p "$out"
 sample() { while :; do echo "$(date +%s) $(head -1 /proc/stat | cut -d' ' -f3-10)" >> "$out/proc_stat.txt"; sleep 10; done; }
 : > "$out/proc_stat.txt"
@@ -21,9 +25,11 @@ sample </dev/null >/dev/null 2>&1 & sampler=$!  # no fd of ours held open by its
 trap 'kill $sampler 2>/dev/null || true' EXIT
 status=0
 /usr/bin/time -v -o "$out/time.txt" snakemake "$@" || status=$?
+kill $sampler 2>/dev/null || true
+wait $sampler 2>/dev/null || true
 echo "$(date +%s) $(head -1 /proc/stat | cut -d' ' -f3-10)" >> "$out/proc_stat.txt"
 hz=$(getconf CLK_TCK)
-python3 - "$out" "$hz" <<'PY'
+python3 - "$out" "$hz" <<'PY' || echo "timed_run: could not summarise $out (time.txt, proc_stat.txt); the run's status follows" >&2
 import re, sys
 from pathlib import Path
 out, hz = Path(sys.argv[1]), int(sys.argv[2])

@@ -171,15 +171,28 @@ def test_a_coarse_space_rebuilt_from_its_factor_is_the_same_to_the_bit(explicit)
     n = mix.d + 1
     W = torch.randn(n, 3, generator=torch.Generator().manual_seed(41), dtype=DT)
     cs = SubspaceDeflation(op, W, (_forms(explicit, n, 42),) if explicit else None, product_dtype=torch.float32)
-    again = SubspaceDeflation.from_factor(op, cs.factor(), product_dtype=torch.float32)
+    again = SubspaceDeflation.from_factor(op, _saved_and_loaded(cs.factor()), product_dtype=torch.float32)
     assert (again.m, again.k, again.explicit) == (cs.m, cs.k, cs.explicit) == (6, 6 + explicit, explicit)
-    assert torch.equal(again.E_chol, cs.E_chol) and torch.equal(again.W, cs.W) and torch.equal(again.Bw_lo, cs.Bw_lo)
+    for name in ("E_chol", "W", "B", "Bw", "Bw_lo", "N", "nu"):
+        assert torch.equal(getattr(again, name), getattr(cs, name)), name
     x, r, z = _forms(2, n, 43), _forms(2, n, 44), _forms(2, n, 45)
     for u, v in zip(cs.correct((x,), (r,)) + cs.project((z.float(),)),
                     again.correct((x,), (r,)) + again.project((z.float(),))):
         assert torch.equal(u[0] if isinstance(u, tuple) else u, v[0] if isinstance(v, tuple) else v)
-    with pytest.raises(ApproxInputError, match="coarse-space factor"):
+    with pytest.raises(ApproxInputError, match=r"expected W \[6, p\]"):
         SubspaceDeflation.from_factor(FormGramOperator(_mixture(d=5, K=3, seed=40)), cs.factor())
+    with pytest.raises(ApproxInputError, match="lacks"):
+        SubspaceDeflation.from_factor(op, {k: v for k, v in cs.factor().items() if k != "E_chol"})
+
+
+def _saved_and_loaded(obj):
+    """``obj`` written with torch.save and read back (weights only), as a plan file is."""
+    import io
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, weights_only=True)
 
 
 def test_a_plan_with_its_coarse_factor_gives_the_fit_of_a_plan_without(random_model, random_mixture):
@@ -191,8 +204,11 @@ def test_a_plan_with_its_coarse_factor_gives_the_fit_of_a_plan_without(random_mo
     mix, model = random_mixture(10, 3, seed=46, spread=2.0), random_model("mlp", 10, 12, 2, 1)
     plan = SolverPlan.build(mix, sweeps=2, lanczos_steps=30, coarse_ritz=3, coarse_rank=2)
     assert plan.coarse_factor is not None and plan.coarse_factor["W"].shape == plan.coarse_basis.shape
-    loaded = SolverPlan.from_state_dict(plan.state_dict())
-    bare = SolverPlan.from_state_dict({**plan.state_dict(), "coarse_factor": None})
+    loaded = SolverPlan.from_state_dict(_saved_and_loaded(plan.state_dict()))
+    # a plan saved before the factor existed has no such key: each fit factors the coarse space
+    bare = SolverPlan.from_state_dict(_saved_and_loaded({k: v for k, v in plan.state_dict().items()
+                                                         if k != "coarse_factor"}))
+    assert bare.coarse_factor is None
     for inner in ("float64", "bfloat16"):
         a, b = (quadratic_approximant(model, mix, tol=1e-10, max_iter=500, plan=p, inner_dtype=inner)
                 for p in (loaded, bare))
@@ -202,8 +218,18 @@ def test_a_plan_with_its_coarse_factor_gives_the_fit_of_a_plan_without(random_mo
             assert torch.equal(getattr(a, name), getattr(b, name)), (inner, name)
     state = plan.state_dict()
     state["coarse_factor"] = {**state["coarse_factor"], "W": state["coarse_factor"]["W"][:, :-1]}
-    with pytest.raises(ApproxInputError, match="coarse-space factor"):
+    with pytest.raises(ApproxInputError, match="coarse-space factor with W"):
         SolverPlan.from_state_dict(state)
+    # a coarse basis changed after the plan was built no longer matches the factor: refused, not ignored
+    changed = SolverPlan.from_state_dict(plan.state_dict())
+    changed.coarse_basis = torch.linalg.qr(changed.coarse_basis + 0.1 * torch.randn(
+        changed.coarse_basis.shape, generator=torch.Generator().manual_seed(47), dtype=DT))[0]
+    with pytest.raises(ApproxInputError, match="coarse_factor = None"):
+        quadratic_approximant(model, mix, tol=1e-8, plan=changed)
+    changed.coarse_factor = None
+    assert quadratic_approximant(model, mix, tol=1e-8, plan=changed).fit_info["converged"]
+    # cast to float32, the plan drops its factor (a rounded factor would not deflate its space exactly)
+    assert plan.to(dtype=torch.float32).coarse_factor is None and plan.to(dtype=DT).coarse_factor is not None
 
 
 def test_a_coarse_space_of_the_whole_problem_solves_it_on_a_true_residual():

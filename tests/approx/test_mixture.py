@@ -85,6 +85,8 @@ def test_samples_in_float32_are_the_float64_points_to_float32_round_off():
     assert 0 < float((x32.double() - x64).abs().max()) < 8 * torch.finfo(torch.float32).eps * scale
     torch.testing.assert_close(mix.sample(5, g64).float(), mix.sample(5, g32, dtype=torch.float32),
                                rtol=0, atol=8 * torch.finfo(torch.float32).eps * scale)
+    with pytest.raises(ApproxInputError, match="floating dtype, got torch.int64"):
+        mix.sample(5, seed=1, dtype=torch.int64)
 
 
 def test_to_dtype_and_single():

@@ -230,6 +230,42 @@ def test_options_of_another_method_are_refused_by_name(random_model, random_mixt
         quadratic_approximant(model, mix, method="sgd", warm_start=quadratic_approximant(model, mix))
 
 
+def test_sgd_on_the_forms_side_by_side_matches_a_loop_on_symmetrised_matrices(random_model, random_mixture):
+    """The fit trains the forms as they stand (not symmetrised each step); a loop that trains a matrix P
+    and evaluates its symmetric part (P + Pᵀ)/2 each step, with the same optimiser (schedule-free AdamW),
+    the same points and float32 products, ends at the same Γ to round-off: the quadratic form sees only
+    the symmetric part and its gradient is symmetric."""
+    import schedulefree
+
+    d, steps, batch, lr = 6, 60, 128, 1e-2
+    model = random_model("mlp", d, 10, 3, seed=51, activation="relu")
+    mix = random_mixture(d, 3, seed=52)
+    got = quadratic_approximant(model, mix, method="sgd", steps=steps, batch=batch, lr=lr, seed=9)
+    start = quadratic_gaussian(model, torch.zeros(d, dtype=DT), torch.eye(d, dtype=DT))
+    P = start.gamma.float().clone().requires_grad_(True)
+    beta = start.beta.float().clone().requires_grad_(True)
+    alpha = start.alpha.float().clone().requires_grad_(True)
+    opt = schedulefree.AdamWScheduleFree([alpha, beta, P], lr=lr)
+    opt.train()
+    gen = torch.Generator().manual_seed(9)
+    for _ in range(steps):
+        x = mix.sample(batch, gen, dtype=torch.float32)
+        with torch.no_grad():
+            target = model(x).float()
+        G = 0.5 * (P + P.transpose(1, 2))
+        out = torch.einsum("bi,hij,bj->bh", x, G, x) + x @ beta.T + alpha
+        loss = ((out - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    opt.eval()
+    ref = 0.5 * (P + P.transpose(1, 2)).detach().double()
+    assert not torch.allclose(ref, start.gamma, rtol=1e-3)  # it moved
+    torch.testing.assert_close(got.gamma, ref, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(got.beta, beta.detach().double(), rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(got.alpha, alpha.detach().double(), rtol=1e-4, atol=1e-6)
+
+
 def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixture):
     """optimizer="sgd_schedulefree" is the authors' loop: from the N(0, I) closed form, full matrices
     in their einsum forward, torch SGD in schedule-free's *reference* wrapper (a separate

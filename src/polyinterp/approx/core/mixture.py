@@ -81,7 +81,6 @@ class GaussianMixture:
         self.weights, self.means, self.covs = weights, means, covs
         self.ridge, self.ridge_abs = ridge, ridge_abs
         self._factors: torch.Tensor | None = None
-        self._cast: dict = {}  # dtype → (factors, means) in that dtype, for sample(dtype=)
 
     @staticmethod
     def _validated(weights, means, covs, wtol=1e-8):
@@ -207,17 +206,20 @@ class GaussianMixture:
         """
         if not isinstance(n, int) or n < 0:
             raise ApproxInputError(f"number of samples must be a non-negative int, got {n!r}")
+        dtype = self.dtype if dtype is None else dtype
+        if not dtype.is_floating_point:
+            raise ApproxInputError(f"samples need a floating dtype, got {dtype}; pass e.g. torch.float32 or leave dtype unset")
         if generator is None and seed is not None:
             generator = torch.Generator(device=self.device).manual_seed(int(seed))
         labels = torch.multinomial(self.weights, n, replacement=True, generator=generator) if n else \
             torch.zeros(0, dtype=torch.long, device=self.device)
         eps = torch.randn(n, self.d, generator=generator, dtype=self.dtype, device=self.device)
-        dtype = self.dtype if dtype is None else dtype
         A, means = self._sqrt_factors(), self.means
         if dtype != self.dtype:  # the factors and means cast once per dtype and kept
-            if dtype not in self._cast:
-                self._cast[dtype] = (A.to(dtype), means.to(dtype))
-            (A, means), eps = self._cast[dtype], eps.to(dtype)
+            cast = self.__dict__.setdefault("_cast", {})
+            if dtype not in cast:
+                cast[dtype] = (A.to(dtype), means.to(dtype))
+            (A, means), eps = cast[dtype], eps.to(dtype)
         x = torch.empty(n, self.d, dtype=dtype, device=self.device)
         for k in range(self.K):
             idx = (labels == k).nonzero().squeeze(1)

@@ -145,13 +145,12 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
         # from the operator's rotated moments: the same preconditioner as
         # MixturePreconditioner(wmix, plan.basis).in_basis() without its n³ products
         precond = BasisPreconditioner.from_moments(op_hi.M, wmix.weights, Q[0]).to(directions or wmix.dtype)
-        V = plan.deflation_forms()
         if plan.coarse_basis is not None:
             t_coarse = clock(Q)
             deflation = plan.coarse_space(op_hi, product_dtype=None if resolved == wmix.dtype else torch.float32)
             t_coarse = clock(Q) - t_coarse
-        elif V is not None:
-            deflation = Deflation(V, op_hi)
+        elif plan.deflation_forms() is not None:
+            deflation = Deflation(plan.deflation_forms(), op_hi)
     else:
         precond = lambda R: (theta_to_form(standard_gaussian_inverse(form_to_dual(R[0]))),)  # noqa: E731
     t_setup_end = clock(Q)

@@ -65,7 +65,8 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     The quadratic term is trained as the forms themselves, side by side (:func:`side_by_side`, the layout
     of the large product), not as a matrix symmetrised at every step: xᵀGx sees only G's symmetric part and
     its gradient (x xᵀ times the residual) is symmetric, so the trained forms differ from a symmetrised
-    parameterisation's by round-off alone (a test compares the two), and the returned Γ is their
+    parameterisation's by round-off alone (tests compare both with this: a loop on symmetrised matrices,
+    and the authors' own loop, which trains the full matrices too), and the returned Γ is their
     symmetric part. That spares each step a transposed sum and a permuted copy of the o·d² entries,
     forward and backward (bench/README.md, "The SGD fit's step")."""
     if steps < 0 or batch < 1:

@@ -104,13 +104,17 @@ class SubspaceDeflation:
         object, to the bit, as the one that made ``factor`` when ``op`` is the operator it was made with
         (:class:`~polyinterp.approx.solvers.solver_plan.SolverPlan` keeps one per mixture). Only the
         O(K·n²·p) moments on the subspace are recomputed."""
-        W, E_chol = factor["W"], factor["E_chol"]
-        p = W.shape[1]
+        missing = [key for key in ("W", "V", "AV", "E_chol") if key not in factor]
+        if missing or (factor["V"] is None) != (factor["AV"] is None):
+            raise ApproxInputError(f"coarse-space factor lacks {missing or ['AV' if factor['AV'] is None else 'V']}; "
+                                   "it must come from SubspaceDeflation.factor(); rebuild the solver plan (SolverPlan.build)")
+        W, E_chol, n = factor["W"], factor["E_chol"], op.M.shape[-1]
+        p = W.shape[1] if W.dim() == 2 else 0
         k = p * (p + 1) // 2 + (0 if factor["V"] is None else len(factor["V"]))
-        if W.dim() != 2 or W.shape[0] != op.M.shape[-1] or tuple(E_chol.shape) != (k, k):
-            raise ApproxInputError(f"coarse-space factor of shapes W {tuple(W.shape)}, E {tuple(E_chol.shape)} does not "
-                                   f"fit forms of size {op.M.shape[-1]} (W [n, p] and E [k, k], k = p(p + 1)/2 + "
-                                   "explicit vectors, expected); rebuild the solver plan (SolverPlan.build)")
+        if W.dim() != 2 or W.shape[0] != n or tuple(E_chol.shape) != (k, k):
+            raise ApproxInputError(f"coarse-space factor with W {tuple(W.shape)} and E {tuple(E_chol.shape)} does not fit "
+                                   f"this operator: expected W [{n}, p] and E [k, k] with k = p(p + 1)/2 + the explicit "
+                                   f"vectors ({k} here); rebuild the solver plan (SolverPlan.build) for this mixture")
         self = cls.__new__(cls)
         to = lambda t: None if t is None else t.to(op.M.device, op.M.dtype)  # noqa: E731
         self._subspace(op, to(W), product_dtype)

@@ -181,9 +181,16 @@ class SolverPlan:
         None without a coarse basis. ``product_dtype``: :class:`SubspaceDeflation`'s."""
         if self.coarse_basis is None:
             return None
+        W = self.basis.T @ self.coarse_basis
         if self.coarse_factor is not None:
+            fW = self.coarse_factor["W"].to(W.device, W.dtype)
+            if fW.shape != W.shape or float((W - fW @ (fW.T @ W)).norm()) > 1e-8 * float(W.norm()):
+                raise ApproxInputError(
+                    f"the solver plan's coarse_factor (W {tuple(fW.shape)}) is not of its coarse_basis "
+                    f"({tuple(W.shape)}): the basis was changed after the plan was built; set "
+                    "plan.coarse_factor = None (each fit then factors the coarse space) or rebuild the plan")
             return SubspaceDeflation.from_factor(op, self.coarse_factor, product_dtype=product_dtype)
-        return SubspaceDeflation(op, self.basis.T @ self.coarse_basis, self.deflation_forms(), product_dtype=product_dtype)
+        return SubspaceDeflation(op, W, self.deflation_forms(), product_dtype=product_dtype)
 
     def whiten(self, mixture: GaussianMixture, tol: float = 1e-6) -> GaussianMixture:
         """The mixture in this plan's whitened coordinates; an error if the plan was built for
@@ -226,8 +233,10 @@ class SolverPlan:
                                    "rebuild the plan with SolverPlan.build(mixture)")
         factor = state.get("coarse_factor")  # None in plans saved before it: each fit factors the coarse space
         if factor is not None and (coarse is None or factor["W"].shape != coarse.shape):
-            raise ApproxInputError("solver plan state has a coarse-space factor that does not match its coarse basis; "
-                                   "rebuild the plan with SolverPlan.build(mixture)")
+            raise ApproxInputError(
+                f"solver plan state has a coarse-space factor with W {tuple(factor['W'].shape)}, which does not match "
+                f"its coarse basis ({'none' if coarse is None else tuple(coarse.shape)}); rebuild the plan with "
+                "SolverPlan.build(mixture)")
         sweeps = int(state["sweeps"])
         method = state.get("basis_method")  # None in plans saved before the Newton basis: inferred from sweeps
         return cls(Whitening(state["shift"], state["M"], state["P"]), state["basis"], sweeps,
@@ -242,7 +251,9 @@ class SolverPlan:
         info = dict(self.deflation_info) if self.deflation_info is not None else None
         coarse = f(self.coarse_basis) if self.coarse_basis is not None else None
         basis_info = dict(self.basis_info) if self.basis_info is not None else None
-        factor = None if self.coarse_factor is None else {k: None if t is None else f(t)
-                                                          for k, t in self.coarse_factor.items()}
+        # the factor is kept in float64 only: a rounded Cholesky factor would no longer deflate its space exactly,
+        # so a plan cast to another dtype drops it and each fit factors the coarse space (as without one)
+        keep = self.coarse_factor is not None and (dtype is None or dtype == torch.float64)
+        factor = {k: None if t is None else f(t) for k, t in self.coarse_factor.items()} if keep else None
         return SolverPlan(Whitening(f(W.shift), f(W.M), f(W.P)), f(self.basis), self.sweeps, self.seconds, deflation, info,
                           self.logdet_sweeps, coarse, self.seconds_by_part, self.basis_method, basis_info, factor)
