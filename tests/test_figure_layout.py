@@ -261,3 +261,28 @@ def test_cubic_fit_legend_says_seed_by_colour_and_split_by_line_style(tmp_path, 
     assert entries["right: line style: the split"] == ["val", "out_of_range", "train"]
     assert len(drawn_lines["training"]) == 9 and len(fig.axes[1].get_lines()) == 9 + 1  # and the target line
     plt.close(fig)
+
+
+def test_the_grid_enrichment_axis_stays_readable_at_seven_by_seven():
+    """cubic_grid's enrichment panel lays its 49 points out a-major; its tick labels (one per a) do not
+    overlap each other at the paper config's 7 × 7 and the figure's own size, where 49 labels "a,b" did;
+    and each a's label sits at the middle of its group of b."""
+    import matplotlib.pyplot as plt
+    from polyinterp.figures.cubic.grid import grouped_ab_axis
+
+    vals = [-2, -1.3, -0.67, 0, 0.67, 1.3, 2]
+    fig, axes = plt.subplots(1, 5, figsize=(18, 3.7))
+    ax = axes[3]
+    ax.plot(np.arange(49), np.linspace(0.2, 1.3, 49), "o", ms=3)
+    grouped_ab_axis(ax, vals, vals)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.get_xticklabels() if t.get_text()]
+    assert [t.get_text() for t in labels] == ["-2", "-1.3", "-0.67", "0", "0.67", "1.3", "2"]
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(b1.overlaps(b2) for b1, b2 in itertools.combinations(boxes, 2))
+    np.testing.assert_allclose(ax.get_xticks(), [3 + 7 * i for i in range(7)])
+    # a tick at every point (matplotlib drops the minor ticks under the major ones)
+    assert sorted({*ax.get_xticks(minor=True), *ax.get_xticks()}) == list(range(49))
+    assert "b from -2 to 2" in ax.get_xlabel()
+    plt.close(fig)

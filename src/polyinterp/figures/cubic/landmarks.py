@@ -22,8 +22,7 @@ def landmarks_figure(*, table: str, ranking: str, out: list[str], params: dict) 
     drawn = []
     fig, axes = plt.subplots(len(KINDS), top, figsize=(3.3 * top, 2.9 * len(KINDS)), squeeze=False,
                              layout="constrained")
-    cmap = plt.get_cmap("RdBu_r").copy()
-    cmap.set_bad("0.85")
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")  # undefined r in grey
     im = None
     for r, kind in enumerate(KINDS):
         best = ranking[ranking.kind == kind].sort_values("rank").head(top)
