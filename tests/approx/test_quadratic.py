@@ -234,7 +234,9 @@ def test_sgd_on_the_forms_side_by_side_matches_a_loop_on_symmetrised_matrices(ra
     """The fit trains the forms as they stand (not symmetrised each step); a loop that trains a matrix P
     and evaluates its symmetric part (P + Pᵀ)/2 each step, with the same optimiser (schedule-free AdamW),
     the same points and float32 products, ends at the same Γ to round-off: the quadratic form sees only
-    the symmetric part and its gradient is symmetric."""
+    the symmetric part and its gradient is symmetric. (Measured: Γ, β, α within 1.5e-8, 3e-8, 9e-8 after
+    60 steps, Γ's largest entry 0.065; the bound leaves ten times that, where a wrong gradient moves Γ by
+    percents.)"""
     import schedulefree
 
     d, steps, batch, lr = 6, 60, 128, 1e-2
@@ -261,9 +263,9 @@ def test_sgd_on_the_forms_side_by_side_matches_a_loop_on_symmetrised_matrices(ra
     opt.eval()
     ref = 0.5 * (P + P.transpose(1, 2)).detach().double()
     assert not torch.allclose(ref, start.gamma, rtol=1e-3)  # it moved
-    torch.testing.assert_close(got.gamma, ref, rtol=1e-4, atol=1e-6)
-    torch.testing.assert_close(got.beta, beta.detach().double(), rtol=1e-4, atol=1e-6)
-    torch.testing.assert_close(got.alpha, alpha.detach().double(), rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(got.gamma, ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got.beta, beta.detach().double(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got.alpha, alpha.detach().double(), rtol=1e-5, atol=1e-6)
 
 
 def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixture):

@@ -149,8 +149,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
             t_coarse = clock(Q)
             deflation = plan.coarse_space(op_hi, product_dtype=None if resolved == wmix.dtype else torch.float32)
             t_coarse = clock(Q) - t_coarse
-        elif plan.deflation_forms() is not None:
-            deflation = Deflation(plan.deflation_forms(), op_hi)
+        elif (V := plan.deflation_forms()) is not None:
+            deflation = Deflation(V, op_hi)
     else:
         precond = lambda R: (theta_to_form(standard_gaussian_inverse(form_to_dual(R[0]))),)  # noqa: E731
     t_setup_end = clock(Q)
