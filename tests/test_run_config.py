@@ -99,3 +99,30 @@ def test_the_machine_record_names_the_cpu_family_and_model(tmp_path):
     assert record["flags"] == ["avx2", "avx512f", "avx512_bf16"]
     unreadable = machine_record(tmp_path / "absent")
     assert (unreadable["cpu"], unreadable["family"], unreadable["model"]) == ("unknown", None, None)
+
+
+def test_the_software_record_names_the_versions_the_run_imports(monkeypatch):
+    import platform
+
+    import numpy
+    import snakemake
+    import torch
+
+    from polyinterp import run_config
+
+    record = run_config.software_record()
+    # torch's version with its build tag (the distribution's metadata drops it)
+    assert record["python"] == platform.python_version()
+    assert (record["torch"], record["numpy"], record["snakemake"]) == (
+        torch.__version__, numpy.__version__, snakemake.__version__)
+    monkeypatch.setattr(run_config, "SOFTWARE", ("torch", "no-such-distribution-polyinterp"))
+    assert run_config.software_record()["no-such-distribution-polyinterp"] is None
+
+
+def test_the_run_config_record_carries_machine_and_software():
+    from polyinterp.run_config import config_hash, run_config_record
+
+    record = run_config_record({"seed": 0}, ["workflow/configs/smoke.yaml"])
+    assert record["config_hash"] == config_hash({"seed": 0})
+    assert set(record["machine"]) >= {"cpu", "family", "model", "flags", "cores_online"}
+    assert set(record["software"]) == {"python", "torch", "numpy", "snakemake"}

@@ -14,7 +14,8 @@ time would not be one run's). What is copied, into a temporary folder renamed on
 - ``config.yaml``: ``results/run_config.yaml`` (the resolved config, its hash and config files);
 - ``run.json``: ``commit``, ``config`` (name, config files, hash), ``cpu``, ``cpu_family_model``
   (null where the run predates it), ``cpu_flags`` and ``cores_online`` of the machine that ran it
-  (recorded by rule ``run_config`` at the start of the run), ``cores`` (Snakemake's
+  (recorded by rule ``run_config`` at the start of the run), ``software`` (the Python, torch, numpy and
+  Snakemake versions it ran with, from the same record; null where the run predates it), ``cores`` (Snakemake's
   ``--cores``), ``started`` and ``finished`` (the first and last time stamp of the log, UTC),
   ``wall_s``, ``jobs``, and per rule its job count, the sums of its jobs' wall seconds (benchmark
   files) and CPU seconds (each step's own count in its log, else the benchmark's), and their peak RSS.
@@ -148,6 +149,7 @@ def run_record(run: Path, log_path: Path, log: RunLog, commit: str, left_out: li
         "cpu_family_model": [machine.get("family"), machine.get("model")],
         "cpu_flags": machine.get("flags", []),
         "cores_online": machine.get("cores_online"),
+        "software": record.get("software"),  # None where the run predates the record
         "cores": log.cores,
         "started": _utc(log.first),
         "finished": _utc(log.last),

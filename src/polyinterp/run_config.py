@@ -48,14 +48,41 @@ def machine_record(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
             "cores_online": os.cpu_count()}
 
 
+# The packages whose version can move a run's numbers by round-off (torch's kernels) or its steps
+# (snakemake); recorded because two runs of one commit may differ only in them.
+SOFTWARE = ("torch", "numpy", "snakemake")
+
+
+def software_record() -> dict:
+    """The Python version and the version of each of ``SOFTWARE`` as the module states it
+    (``__version__``: torch's carries its build, e.g. ``2.14.1+cu130``, which the distribution's
+    metadata does not), else the distribution's metadata; ``None`` where one is not installed."""
+    import importlib
+    import platform
+    from importlib import metadata
+
+    def version(name: str) -> str | None:
+        try:
+            return str(importlib.import_module(name).__version__)
+        except (ImportError, AttributeError):
+            pass
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), **{name: version(name) for name in SOFTWARE}}
+
+
 def run_config_record(config: Mapping[str, Any], configfiles: Sequence[str]) -> dict:
     """The record of one config: hash, the ``--configfile`` overlays on config.yaml, time (UTC), the
-    machine it runs on (:func:`machine_record`), the config."""
+    machine it runs on (:func:`machine_record`) and its software (:func:`software_record`), the config."""
     return {
         "config_hash": config_hash(config),
         "configfiles": [str(f) for f in configfiles],
         "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "machine": machine_record(),
+        "software": software_record(),
         "config": dict(config),
     }
 
