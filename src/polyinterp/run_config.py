@@ -56,19 +56,14 @@ SOFTWARE = ("torch", "numpy", "snakemake")
 def software_record() -> dict:
     """The Python version and the version of each of ``SOFTWARE`` as the module states it
     (``__version__``: torch's carries its build, e.g. ``2.14.1+cu130``, which the distribution's
-    metadata does not), else the distribution's metadata; ``None`` where one is not installed."""
+    metadata does not); ``None`` where one is not installed."""
     import importlib
     import platform
-    from importlib import metadata
 
     def version(name: str) -> str | None:
         try:
             return str(importlib.import_module(name).__version__)
-        except (ImportError, AttributeError):
-            pass
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
+        except ImportError:
             return None
 
     return {"python": platform.python_version(), **{name: version(name) for name in SOFTWARE}}

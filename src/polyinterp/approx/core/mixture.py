@@ -81,6 +81,7 @@ class GaussianMixture:
         self.weights, self.means, self.covs = weights, means, covs
         self.ridge, self.ridge_abs = ridge, ridge_abs
         self._factors: torch.Tensor | None = None
+        self._cast: dict = {}  # dtype → (factors, means) in that dtype, for sample(dtype=)
 
     @staticmethod
     def _validated(weights, means, covs, wtol=1e-8):
@@ -216,10 +217,9 @@ class GaussianMixture:
         eps = torch.randn(n, self.d, generator=generator, dtype=self.dtype, device=self.device)
         A, means = self._sqrt_factors(), self.means
         if dtype != self.dtype:  # the factors and means cast once per dtype and kept
-            cast = self.__dict__.setdefault("_cast", {})
-            if dtype not in cast:
-                cast[dtype] = (A.to(dtype), means.to(dtype))
-            (A, means), eps = cast[dtype], eps.to(dtype)
+            if dtype not in self._cast:
+                self._cast[dtype] = (A.to(dtype), means.to(dtype))
+            (A, means), eps = self._cast[dtype], eps.to(dtype)
         x = torch.empty(n, self.d, dtype=dtype, device=self.device)
         for k in range(self.K):
             idx = (labels == k).nonzero().squeeze(1)

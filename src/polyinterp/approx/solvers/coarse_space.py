@@ -100,7 +100,8 @@ class SubspaceDeflation:
     @classmethod
     def from_factor(cls, op: FormGramOperator, factor: dict, product_dtype: torch.dtype | None = None):
         """The coarse space whose :meth:`factor` is ``factor``, on ``op``, without forming its Galerkin matrix,
-        the explicit vectors' A-images or the Cholesky factor (4.6 s of an MNIST fit's setup on one thread): the same
+        the explicit vectors' A-images or the Cholesky factor (most of a fit's setup at MNIST size: bench/README.md,
+        "The coarse space factored once per mixture"): the same
         object, to the bit, as the one that made ``factor`` when ``op`` is the operator it was made with
         (:class:`~polyinterp.approx.solvers.solver_plan.SolverPlan` keeps one per mixture). Only the
         O(K·n²·p) moments on the subspace are recomputed."""
