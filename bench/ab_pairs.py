@@ -1,0 +1,70 @@
+"""Two commands timed against each other as whole processes, in turn, pair by pair.
+
+    python bench/ab_pairs.py [-n PAIRS] --vs 'COMMAND_B' -- COMMAND_A [ARG ...]
+
+Runs A, B, A, B, ... (``PAIRS`` of each, default 3), each as one child process with its output thrown
+away, and prints a Markdown table: for A and B the median (min–max) of wall seconds (a monotonic clock
+around the child), CPU seconds (user + system of the child and what it waited for, from ``wait4``) and
+peak RSS (MiB, the largest process it waited for), then the medians of the pair-by-pair ratios A/B of
+wall and CPU. Pairing keeps a ratio meaningful when the machine's speed drifts during the call; quote
+the medians. COMMAND_B is one string split as a shell splits words (``shlex``); neither command gets a
+shell, so one that needs a pipe or a redirection is written ``sh -c '...'``, and environment variables
+go in front as ``env NAME=VALUE ...``. Exits 1 naming the command and its status if a run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+
+def timed(argv: list[str]) -> dict:
+    """Run ``argv`` once as a child; its wall s, CPU s (user + system) and peak RSS MiB."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"ab_pairs: {shlex.join(argv)} exited with status {proc.returncode}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss / 1024}
+
+
+def spread(values: list[float], digits: int) -> str:
+    return (f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+            if len(values) > 1 else f"{values[0]:.{digits}f}")
+
+
+def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        raise SystemExit("usage: bench/ab_pairs.py [-n PAIRS] --vs 'COMMAND_B' -- COMMAND_A [ARG ...]")
+    cut = argv.index("--")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=3, help="pairs (default 3)")
+    ap.add_argument("--vs", required=True, help="command B, one string split as a shell splits words")
+    args = ap.parse_args(argv[:cut])
+    if args.n < 1:
+        raise SystemExit(f"ab_pairs: -n {args.n}: give at least one pair")
+    commands = {"A": argv[cut + 1:], "B": shlex.split(args.vs)}
+    runs = {"A": [], "B": []}
+    for _ in range(args.n):
+        for name in ("A", "B"):
+            runs[name].append(timed(commands[name]))
+    print("| | wall s | CPU s | peak MiB |\n| --- | --- | --- | --- |")
+    for name in ("A", "B"):
+        r = runs[name]
+        print(f"| {name}: `{shlex.join(commands[name])}` | {spread([x['wall'] for x in r], 2)} | "
+              f"{spread([x['cpu'] for x in r], 2)} | {spread([x['peak'] for x in r], 0)} |")
+    ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in zip(runs["A"], runs["B"])] for k in ("wall", "cpu")}
+    print(f"| A/B, pair by pair | {spread(ratio['wall'], 3)} | {spread(ratio['cpu'], 3)} | |")
+    print(f"\n{args.n} pair(s), A then B in each; median (min–max).")
+
+
+if __name__ == "__main__":
+    main()

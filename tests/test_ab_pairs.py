@@ -1,0 +1,38 @@
+"""bench/ab_pairs.py: two commands timed in turn as whole processes. Its stand-in commands append their name
+to a file, so the order A B A B is seen; the table has a row per command and the pair ratios; a command that
+burns CPU against one that does not has a CPU ratio above 1 (CPU seconds, not wall, so a busy machine does
+not change it); a failing command stops the call with its status; no command is a usage error."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[1] / "bench" / "ab_pairs.py"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_the_commands_run_in_turn_and_the_ratio_is_pair_by_pair(tmp_path):
+    log = tmp_path / "order.txt"
+    a = [sys.executable, "-c", f"open({str(log)!r}, 'a').write('A'); sum(i * i for i in range(3_000_000))"]
+    b = f"{sys.executable} -c \"open({str(log)!r}, 'a').write('B')\""
+    done = _run("-n", 2, "--vs", b, "--", *a)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text() == "ABAB"
+    rows = {line.split("|")[1].strip()[:2]: line for line in done.stdout.splitlines() if line.startswith("| ")}
+    assert set(rows) >= {"A:", "B:", "A/"}
+    cpu_ratio = float(re.match(r"\s*([\d.]+)", rows["A/"].split("|")[3]).group(1))
+    assert cpu_ratio > 1
+    assert "2 pair(s)" in done.stdout
+
+
+def test_a_failing_command_or_no_command_stops(tmp_path):
+    done = _run("-n", 1, "--vs", "true", "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert done.returncode == 1 and "exited with status 3" in done.stderr
+    assert _run("--vs", "true").returncode != 0
+    assert "give at least one pair" in _run("-n", 0, "--vs", "true", "--", "true").stderr
