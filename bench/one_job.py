@@ -63,7 +63,11 @@ def with_params(command: str, settings: dict) -> str:
     match = re.search(r"--params ('(?:[^']*)')", command)
     if match is None:
         raise SystemExit("one_job: the job's command has no --params '<JSON>' to --set")
-    params = json.loads(shlex.split(match.group(1))[0])
+    try:
+        params = json.loads(shlex.split(match.group(1))[0])
+    except (ValueError, IndexError) as err:
+        raise SystemExit(f"one_job: the job's --params is not one quoted JSON object ({err}); write the script "
+                         "without --set and edit its --params by hand")
     for key, value in settings.items():
         *parents, last = key.split(".")
         node = params

@@ -22,7 +22,8 @@ rule mnist_approximants:
     jobid: 0
     benchmark: results/benchmarks/approx_step2048.tsv
     reason: Forced execution
-Shell command: polyinterp mnist_approximants --params '{"device": "auto", "inner_dtype": "auto", "sgd": {"lr": 0.1, "product_dtype": "auto"}, "tol": 1e-06}' \
+Shell command: polyinterp mnist_approximants --params '{"device": "auto", "inner_dtype": "auto", \
+"sgd": {"lr": 0.1, "product_dtype": "auto"}, "tol": 1e-06}' \
 --in results/in.pt --approx results/mnist/approx/step2048.pt --extra results/mnist/approx/extra.txt --threads 1 \
 > results/logs/approx_step2048.log 2>&1
 This was a dry-run (flag -n).
@@ -53,7 +54,7 @@ def _run(args, env):
 
 
 def test_the_job_runs_from_the_run_with_its_outputs_moved_and_params_set(tmp_path):
-    dry = DRY_RUN.replace("\\\n", "")  # Snakemake prints the command on one line
+    dry = DRY_RUN  # the backslash-newlines above are joined by Python: Snakemake prints the command on one line
     env = _stand_ins(tmp_path, dry)
     run, out = tmp_path / "run", tmp_path / "out"
     (run / "results").mkdir(parents=True)
@@ -90,7 +91,7 @@ def test_no_job_or_an_unknown_key_stops_with_a_message(tmp_path):
     assert done.returncode != 0 and "planned no job with a shell command for results/nope.pt" in done.stderr
     assert not (tmp_path / "out" / "job.sh").exists()
 
-    (tmp_path / "dry.txt").write_text(DRY_RUN.replace("\\\n", ""))
+    (tmp_path / "dry.txt").write_text(DRY_RUN)
     done = _run([tmp_path / "run", "results/mnist/approx/step2048.pt", tmp_path / "out2", "--set", "max_iters=3"], env)
     assert done.returncode != 0 and "--set max_iters: not a parameter of this step" in done.stderr
     done = _run([tmp_path / "run", "results/mnist/approx/step2048.pt", tmp_path / "out2", "--set", "sgd.steps=3"], env)
