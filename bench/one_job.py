@@ -15,8 +15,8 @@ a timer runs it directly, as a whole process (``bench/ab_pairs.py``):
 
 Snakemake runs once, here, not in each timed run. The step is the ``polyinterp`` on PATH (set PATH
 or PYTHONPATH in front of ``OUT/job.sh`` to time another checkout's code). Stops with a message
-naming the target if Snakemake plans no job for it, or the key if a ``--set`` names none of the
-step's parameters.
+naming the target if Snakemake plans no job for it or more than one (the run is not finished), or
+the key if a ``--set`` names none of the step's parameters.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from pathlib import Path
 
 
 def job_of_dry_run(text: str) -> dict:
-    """The rule, outputs, log and shell command of the one job in ``snakemake -n -p -f TARGET``'s output."""
-    job = {}
+    """The rule, outputs, log and shell command of the job in ``snakemake -n -p -f TARGET``'s output (the
+    last one where it planned several), and ``commands``, how many shell commands it printed."""
+    job = {"commands": 0}
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
@@ -43,6 +44,7 @@ def job_of_dry_run(text: str) -> dict:
             job["log"] = stripped[len("log: "):].strip()
         elif stripped.startswith("Shell command: "):
             job["command"] = stripped[len("Shell command: "):]
+            job["commands"] += 1
     return job
 
 
@@ -111,6 +113,10 @@ def main(argv=None) -> None:
         raise SystemExit(f"one_job: Snakemake planned no job with a shell command for {args.target} in {run} "
                          f"(exit {dry.returncode}); is it an output of the run's config "
                          f"(pass its --configfile after --)?\n{tail}")
+    if job["commands"] > 1:
+        raise SystemExit(f"one_job: Snakemake plans {job['commands']} jobs for {args.target} in {run}, not one: "
+                         "the run is not finished there (an input of the job is missing or out of date); "
+                         "finish the run, or give the target of the first missing input")
     files = job.get("outputs", []) + ([job["log"]] if "log" in job else [])
     command = with_params(moved(job["command"], files, out), settings)
     for path in files:

@@ -1,7 +1,8 @@
 """bench/one_job.py: one job of a finished run written out as a script. With a stand-in `snakemake` that
 prints a dry run's job (as Snakemake 9 prints it) and a stand-in step, the script it writes runs the job's
 command from the run's folder with the outputs and log moved under OUT and the --set keys replaced, and
-leaves the run's own files alone; no planned job, or a --set key the step lacks, stops with a message."""
+leaves the run's own files alone; no planned job, several (an unfinished run), or a --set key the step lacks,
+stops with a message."""
 
 from __future__ import annotations
 
@@ -90,6 +91,11 @@ def test_no_job_or_an_unknown_key_stops_with_a_message(tmp_path):
     done = _run([tmp_path / "run", "results/nope.pt", tmp_path / "out"], env)
     assert done.returncode != 0 and "planned no job with a shell command for results/nope.pt" in done.stderr
     assert not (tmp_path / "out" / "job.sh").exists()
+
+    job = DRY_RUN[DRY_RUN.index("[Sun"):DRY_RUN.index("This was")]
+    (tmp_path / "dry.txt").write_text(DRY_RUN.replace("This was", job + "This was"))  # the same job planned twice
+    done = _run([tmp_path / "run", "results/mnist/approx/step2048.pt", tmp_path / "out1"], env)
+    assert done.returncode != 0 and "plans 2 jobs" in done.stderr and "not finished" in done.stderr
 
     (tmp_path / "dry.txt").write_text(DRY_RUN)
     done = _run([tmp_path / "run", "results/mnist/approx/step2048.pt", tmp_path / "out2", "--set", "max_iters=3"], env)
