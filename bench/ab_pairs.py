@@ -9,7 +9,8 @@ peak RSS (MiB, the largest process it waited for), then the medians of the pair-
 wall and CPU. Pairing keeps a ratio meaningful when the machine's speed drifts during the call; quote
 the medians. COMMAND_B is one string split as a shell splits words (``shlex``); neither command gets a
 shell, so one that needs a pipe or a redirection is written ``sh -c '...'``, and environment variables
-go in front as ``env NAME=VALUE ...``. Exits 1 naming the command and its status if a run fails.
+go in front as ``env NAME=VALUE ...``. Exits 1 naming the command, and its status or why it could not
+start, if a run fails; a COMMAND_B that does not split into words (empty, an open quote) is refused first.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ import time
 def timed(argv: list[str]) -> dict:
     """Run ``argv`` once as a child; its wall s, CPU s (user + system) and peak RSS MiB."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as err:
+        raise SystemExit(f"ab_pairs: cannot start {shlex.join(argv)} ({err})")
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -36,22 +40,33 @@ def timed(argv: list[str]) -> dict:
 
 
 def spread(values: list[float], digits: int) -> str:
+    """``median (min–max)`` of ``values`` at ``digits`` decimals; the one value where there is one."""
     return (f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
             if len(values) > 1 else f"{values[0]:.{digits}f}")
 
 
 def main(argv=None) -> None:
+    """Parse the arguments, run the pairs, print the table (the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 usage="bench/ab_pairs.py [-n PAIRS] --vs 'COMMAND_B' -- COMMAND_A [ARG ...]")
     if "--" not in argv or argv.index("--") == len(argv) - 1:
+        if {"-h", "--help"} & set(argv):
+            ap.parse_args(["-h"])
         raise SystemExit("usage: bench/ab_pairs.py [-n PAIRS] --vs 'COMMAND_B' -- COMMAND_A [ARG ...]")
     cut = argv.index("--")
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=3, help="pairs (default 3)")
     ap.add_argument("--vs", required=True, help="command B, one string split as a shell splits words")
     args = ap.parse_args(argv[:cut])
     if args.n < 1:
         raise SystemExit(f"ab_pairs: -n {args.n}: give at least one pair")
-    commands = {"A": argv[cut + 1:], "B": shlex.split(args.vs)}
+    try:
+        command_b = shlex.split(args.vs)
+    except ValueError as err:
+        raise SystemExit(f"ab_pairs: --vs {args.vs!r} does not split into words ({err})")
+    if not command_b:
+        raise SystemExit("ab_pairs: --vs is empty; give command B")
+    commands = {"A": argv[cut + 1:], "B": command_b}
     runs = {"A": [], "B": []}
     for _ in range(args.n):
         for name in ("A", "B"):
@@ -59,7 +74,8 @@ def main(argv=None) -> None:
     print("| | wall s | CPU s | peak MiB |\n| --- | --- | --- | --- |")
     for name in ("A", "B"):
         r = runs[name]
-        print(f"| {name}: `{shlex.join(commands[name])}` | {spread([x['wall'] for x in r], 2)} | "
+        shown = shlex.join(commands[name]).replace("|", "\\|")  # a pipe would end the table cell
+        print(f"| {name}: `{shown}` | {spread([x['wall'] for x in r], 2)} | "
               f"{spread([x['cpu'] for x in r], 2)} | {spread([x['peak'] for x in r], 0)} |")
     ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in zip(runs["A"], runs["B"])] for k in ("wall", "cpu")}
     print(f"| A/B, pair by pair | {spread(ratio['wall'], 3)} | {spread(ratio['cpu'], 3)} | |")

@@ -1,4 +1,5 @@
-"""One job of a finished run, as its rule runs it, written out as a script that can be timed alone.
+"""One job of a finished run, with its rule's command and the run's code, written out as a script that can be
+timed alone.
 
     .venv/bin/python bench/one_job.py RUN TARGET OUT [--set KEY=JSON ...] [-- SNAKEMAKE ARGUMENTS ...]
 
@@ -8,15 +9,18 @@ for the job's shell command (``snakemake -n -p -f TARGET``, plus the arguments a
 run's ``--configfile``); its outputs and log are moved under OUT (so that the run's own files are
 only read), each ``--set KEY=JSON`` replaces one key of the step's ``--params`` (``--set
 inner_dtype='"float32"'``; a nested one as ``--set sgd.product_dtype='"float32"'``), and the result
-is written to ``OUT/job.sh``: ``cd RUN``, then the step's command. ``OUT/job.sh`` is printed, so that
-a timer runs it directly, as a whole process (``bench/ab_pairs.py``):
+is written to ``OUT/job.sh``: ``cd RUN``, then the step's command with the package imported from
+``RUN/src`` by this Python, as the rule's shell prefix does (``workflow/rules/common.smk``; set
+``JOB_SRC`` to another checkout's ``src`` and ``JOB_PYTHON`` to another interpreter to time those
+instead). ``OUT/job.sh`` is printed, so that a timer runs it directly, as a whole process
+(``bench/ab_pairs.py``):
 
     python bench/ab_pairs.py -n 3 --vs OUT/job.sh -- env ATEN_CPU_CAPABILITY=avx2 OUT/job.sh
 
-Snakemake runs once, here, not in each timed run. The step is the ``polyinterp`` on PATH (set PATH
-or PYTHONPATH in front of ``OUT/job.sh`` to time another checkout's code). Stops with a message
-naming the target if Snakemake plans no job for it or more than one (the run is not finished), or
-the key if a ``--set`` names none of the step's parameters.
+Snakemake runs once, here, not in each timed run. Stops with a message, before writing anything, if
+RUN is not a folder or Snakemake cannot be started; if Snakemake plans no job for the target, or more
+than one (the run is not finished), or one without outputs to move; if OUT is RUN or a folder that is
+not empty; or if a ``--set`` names none of the step's parameters.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ def job_of_dry_run(text: str) -> dict:
     job = {"commands": 0}
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+        if stripped.startswith(("rule ", "localrule ", "checkpoint ", "localcheckpoint ")) and stripped.endswith(":"):
             job["rule"] = stripped.split()[1].rstrip(":")
         elif stripped.startswith("output: "):
             job["outputs"] = [p.strip() for p in stripped[len("output: "):].split(",") if p.strip()]
@@ -105,8 +109,16 @@ def main(argv=None) -> None:
             raise SystemExit(f"one_job: --set {key}: {value!r} is not JSON ({err}); a string needs its quotes")
     run = args.run.resolve()
     out = args.out.resolve()
-    dry = subprocess.run([args.snakemake, "-n", "-p", "-f", args.target, "--cores", "1", *extra], cwd=run,
-                         capture_output=True, text=True)
+    if not run.is_dir():
+        raise SystemExit(f"one_job: RUN {run} is not a folder; give a finished run's checkout")
+    if out == run or (out.exists() and any(out.iterdir())):
+        raise SystemExit(f"one_job: OUT {out} is the run itself or a folder that is not empty; give a new folder")
+    try:
+        dry = subprocess.run([args.snakemake, "-n", "-p", "-f", args.target, "--cores", "1", *extra], cwd=run,
+                             capture_output=True, text=True)
+    except OSError as err:
+        raise SystemExit(f"one_job: cannot start {args.snakemake!r} ({err}); put Snakemake on PATH or pass "
+                         "--snakemake")
     job = job_of_dry_run(dry.stdout + dry.stderr)
     if dry.returncode != 0 or "command" not in job:
         tail = "\n".join((dry.stdout + dry.stderr).strip().splitlines()[-15:])
@@ -117,14 +129,23 @@ def main(argv=None) -> None:
         raise SystemExit(f"one_job: Snakemake plans {job['commands']} jobs for {args.target} in {run}, not one: "
                          "the run is not finished there (an input of the job is missing or out of date); "
                          "finish the run, or give the target of the first missing input")
-    files = job.get("outputs", []) + ([job["log"]] if "log" in job else [])
+    if not job.get("outputs"):
+        raise SystemExit(f"one_job: Snakemake printed no output files for the job of {args.target}, so its "
+                         "outputs cannot be moved off the run's; does the rule have a message: line?")
+    files = job["outputs"] + ([job["log"]] if "log" in job else [])
     command = with_params(moved(job["command"], files, out), settings)
+    if command.startswith("polyinterp "):  # the rule's shell prefix: the run's src, Snakemake's Python
+        command = '"${JOB_PYTHON:-%s}" -m %s' % (sys.executable, command)
     for path in files:
         (out / path).parent.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     script = out / "job.sh"
     tmp = script.with_suffix(".tmp")
+    src = shlex.quote(str(run / "src"))
     tmp.write_text(f"#!/bin/bash\n# {job.get('rule', '?')}: the job of {run} that writes {args.target}, its outputs "
-                   f"under {out}\ncd {shlex.quote(str(run))}\nexec {command}\n")
+                   f"under {out}\ncd {shlex.quote(str(run))}\n"
+                   f'export PYTHONPATH="${{JOB_SRC:-{src}}}"${{PYTHONPATH:+:$PYTHONPATH}}\n'
+                   f"exec {command}\n")
     tmp.chmod(0o755)
     tmp.replace(script)
     print(script)

@@ -1,7 +1,8 @@
 """bench/ab_pairs.py: two commands timed in turn as whole processes. Its stand-in commands append their name
 to a file, so the order A B A B is seen; the table has a row per command and the pair ratios; a command that
 burns CPU against one that does not has a CPU ratio above 1 (CPU seconds, not wall, so a busy machine does
-not change it); a failing command stops the call with its status; no command is a usage error."""
+not change it); a failing command stops the call with its status, one that cannot start with why; no command,
+an empty or unsplittable B, or no pair is refused with a message."""
 
 from __future__ import annotations
 
@@ -34,5 +35,8 @@ def test_the_commands_run_in_turn_and_the_ratio_is_pair_by_pair(tmp_path):
 def test_a_failing_command_or_no_command_stops(tmp_path):
     done = _run("-n", 1, "--vs", "true", "--", sys.executable, "-c", "raise SystemExit(3)")
     assert done.returncode == 1 and "exited with status 3" in done.stderr
-    assert _run("--vs", "true").returncode != 0
+    assert "usage: bench/ab_pairs.py" in _run("--vs", "true").stderr
     assert "give at least one pair" in _run("-n", 0, "--vs", "true", "--", "true").stderr
+    assert "cannot start" in _run("-n", 1, "--vs", "true", "--", str(tmp_path / "no_such_command")).stderr
+    assert "--vs is empty" in _run("--vs", "", "--", "true").stderr
+    assert "does not split into words" in _run("--vs", "echo 'open", "--", "true").stderr
