@@ -33,23 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def job_of_dry_run(text: str) -> dict:
-    """The rule, outputs, log and shell command of the job in ``snakemake -n -p -f TARGET``'s output (the
-    last one where it planned several), and ``commands``, how many shell commands it printed."""
-    job = {"commands": 0}
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ", "checkpoint ", "localcheckpoint ")) and stripped.endswith(":"):
-            job["rule"] = stripped.split()[1].rstrip(":")
-        elif stripped.startswith("output: "):
-            job["outputs"] = [p.strip() for p in stripped[len("output: "):].split(",") if p.strip()]
-        elif stripped.startswith("log: "):
-            job["log"] = stripped[len("log: "):].strip()
-        elif stripped.startswith("Shell command: "):
-            job["command"] = stripped[len("Shell command: "):]
-            job["commands"] += 1
-    return job
+from polyinterp.run_log import parse_run_log
 
 
 def moved(command: str, paths: list[str], out: Path) -> str:
@@ -119,21 +103,22 @@ def main(argv=None) -> None:
     except OSError as err:
         raise SystemExit(f"one_job: cannot start {args.snakemake!r} ({err}); put Snakemake on PATH or pass "
                          "--snakemake")
-    job = job_of_dry_run(dry.stdout + dry.stderr)
-    if dry.returncode != 0 or "command" not in job:
+    jobs = [j for j in parse_run_log(dry.stdout + dry.stderr).jobs if j.command]
+    if dry.returncode != 0 or not jobs:
         tail = "\n".join((dry.stdout + dry.stderr).strip().splitlines()[-15:])
         raise SystemExit(f"one_job: Snakemake planned no job with a shell command for {args.target} in {run} "
                          f"(exit {dry.returncode}); is it an output of the run's config "
                          f"(pass its --configfile after --)?\n{tail}")
-    if job["commands"] > 1:
-        raise SystemExit(f"one_job: Snakemake plans {job['commands']} jobs for {args.target} in {run}, not one: "
+    if len(jobs) > 1:
+        raise SystemExit(f"one_job: Snakemake plans {len(jobs)} jobs for {args.target} in {run}, not one: "
                          "the run is not finished there (an input of the job is missing or out of date); "
                          "finish the run, or give the target of the first missing input")
-    if not job.get("outputs"):
+    job = jobs[0]
+    if not job.outputs:
         raise SystemExit(f"one_job: Snakemake printed no output files for the job of {args.target}, so its "
                          "outputs cannot be moved off the run's; does the rule have a message: line?")
-    files = job["outputs"] + ([job["log"]] if "log" in job else [])
-    command = with_params(moved(job["command"], files, out), settings)
+    files = job.outputs + job.logs
+    command = with_params(moved(job.command, files, out), settings)
     if command.startswith("polyinterp "):  # the rule's shell prefix: the run's src, Snakemake's Python
         command = '"${JOB_PYTHON:-%s}" -m %s' % (sys.executable, command)
     for path in files:
@@ -142,7 +127,7 @@ def main(argv=None) -> None:
     script = out / "job.sh"
     tmp = script.with_suffix(".tmp")
     src = shlex.quote(str(run / "src"))
-    tmp.write_text(f"#!/bin/bash\n# {job.get('rule', '?')}: the job of {run} that writes {args.target}, its outputs "
+    tmp.write_text(f"#!/bin/bash\n# {job.rule}: the job of {run} that writes {args.target}, its outputs "
                    f"under {out}\ncd {shlex.quote(str(run))}\n"
                    f'export PYTHONPATH="${{JOB_SRC:-{src}}}"${{PYTHONPATH:+:$PYTHONPATH}}\n'
                    f"exec {command}\n")

@@ -1,6 +1,7 @@
 """What a Snakemake invocation did, read from its log (``.snakemake/log/*.snakemake.log``, or the
 output of ``snakemake -n``): the cores it was given, the jobs it planned (rule and count), and each
-job it started with its rule, outputs, benchmark file and start and finish times.
+job it started with its rule, outputs, logs, benchmark file, start and finish times, and its shell
+command where Snakemake printed it (``-p``).
 
 Snakemake (9.x) prints a job as a block::
 
@@ -11,6 +12,7 @@ Snakemake (9.x) prints a job as a block::
         jobid: 12
         benchmark: results/benchmarks/....tsv
         ...
+    Shell command: polyinterp ...   (with ``-p``)
 
 and its end as ``[time]`` followed by ``Finished jobid: 12 (Rule: mnist_train)``; the plan is the
 ``Job stats`` table (``rule count`` rows, then ``total N``). Times are the local time of the machine
@@ -36,13 +38,15 @@ _CORES = re.compile(r"^Provided cores: (\d+)")
 
 @dataclass
 class LoggedJob:
-    """One job of a log: its rule, Snakemake's job id, outputs, benchmark path (or None), and when it
-    started and finished (None while it has not)."""
+    """One job of a log: its rule, Snakemake's job id, outputs, logs, benchmark path (or None), shell
+    command (None unless printed), and when it started and finished (None while it has not)."""
 
     rule: str
     jobid: int | None = None
     outputs: list[str] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
     benchmark: str | None = None
+    command: str | None = None
     started: dt.datetime | None = None
     finished: dt.datetime | None = None
 
@@ -114,6 +118,10 @@ def parse_run_log(text: str) -> RunLog:
             value = value.strip()
             if key == "output":
                 job.outputs = [v.strip() for v in value.split(",") if v.strip()]
+            elif key == "log":
+                job.logs = [v.strip() for v in value.split(",") if v.strip()]
+            elif key == "Shell command":
+                job.command = value
             elif key == "benchmark":
                 job.benchmark = value
             elif key == "jobid" and value.isdigit():
