@@ -1,22 +1,22 @@
-"""Per-rule time of a finished run, from the rules' ``benchmark:`` files (``results/benchmarks/**.tsv``).
+"""Per-rule time of a finished run, from its jobs' own records (the last line of each ``results/logs/**.log``).
 
     .venv/bin/python bench/run_time.py [RESULTS_DIR]        (default: results)
 
-Prints a Markdown table: one row per benchmark name with its wildcard values folded
+Prints a Markdown table: one row per job log name with its wildcard values folded
 (``mnist/approximants_seed{}_step{}``): jobs, wall seconds per job (min–max) and in all, CPU seconds
-in all (user + system of the job's processes, what the job cost whatever else ran: the step's own
-count from the last line of its log where it wrote one, else the benchmark's ``cpu_time``, which
-misses what a job spends after Snakemake's last sample of it; polyinterp.run_log), peak RSS. The
-last line sums every job: Σ CPU / cores is the wall time a perfectly packed run on that many quiet
+in all (user + system of the job's processes, what the job cost whatever else ran), peak RSS, each as
+the step wrote it at its end (``polyinterp.run_log.job_line``; a log without that line, a failed job,
+is left out). The last line sums every job: Σ CPU / cores is the wall time a perfectly packed run on that many quiet
 cores would need (a lower bound), to set beside the measured wall clock of the run.
 
     .venv/bin/python bench/run_time.py SAMPLE_RESULTS --project DRYRUN.txt [--like REGEX=SAMPLED ...]
 
 projects the time of a run that has not been made from a sample of it: DRYRUN.txt is the output of
-``snakemake -n --forceall`` for the full configuration (each planned job's ``rule`` and ``benchmark:``
+``snakemake -n --forceall`` for the full configuration (each planned job's ``rule`` and ``log:``
 path), SAMPLE_RESULTS a results directory in which one or a few jobs of each heavy rule ran. Each planned
-job takes the time of the sampled job with the same benchmark path, else of the first ``--like`` whose
-regular expression matches its path (SAMPLED names a sampled benchmark, e.g.
+job takes the time of the sampled job with the same log path, else of the first ``--like`` whose
+regular expression matches its path (SAMPLED names a sampled job's log, relative to ``results/logs``
+without ``.log``, e.g.
 ``mnist/mlp_relu/approx_seed0_step16384``: the way to say that the SGD checkpoints cost what the sampled
 SGD checkpoint cost), else the mean of the sampled jobs with the same folded name. Jobs with none of these
 are counted and listed as not sampled (0 s in the sums: the projection is then a lower bound).
@@ -33,31 +33,31 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyinterp.run_log import job_seconds, parse_run_log
+from polyinterp.run_log import logged_job_seconds, parse_run_log
 
 
 def fold(path: str) -> str:
-    """A benchmark path with its wildcard values (every run of digits) folded to ``{}``."""
+    """A job's log path with its wildcard values (every run of digits) folded to ``{}``."""
     return re.sub(r"\d+", "{}", path)
 
 
-def benchmark_table(results: Path) -> pd.DataFrame:
-    """One row per benchmark file: name (wildcards folded), wall s, CPU s, peak RSS (MB)."""
+def job_table(results: Path) -> pd.DataFrame:
+    """One row per job log with the step's record: path, name (wildcards folded), wall s, CPU s, peak RSS (MB)."""
     rows = []
-    for path in sorted((results / "benchmarks").rglob("*.tsv")):
-        job = job_seconds(path)  # CPU: the step's own count where its log has it (polyinterp.run_log)
+    for path in sorted((results / "logs").rglob("*.log")):
+        job = logged_job_seconds(path)
         if job is None:
             continue
-        rel = str(path.relative_to(results / "benchmarks").with_suffix(""))
+        rel = str(path.relative_to(results / "logs").with_suffix(""))
         rows.append({"path": rel, "name": fold(rel), **job})
     if not rows:
-        raise SystemExit(f"no benchmark files under {results / 'benchmarks'}; run the workflow first")
+        raise SystemExit(f"no job log with a step's record under {results / 'logs'}; run the workflow first")
     return pd.DataFrame(rows)
 
 
 def summary_markdown(table: pd.DataFrame, cores: int) -> str:
     g = table.groupby("name")
-    out = ["| benchmark (wildcards folded) | jobs | wall s per job | wall s in all | CPU s in all | peak RSS MB |",
+    out = ["| job log (wildcards folded) | jobs | wall s per job | wall s in all | CPU s in all | peak RSS MB |",
            "| --- | --- | --- | --- | --- | --- |"]
     for name, t in sorted(g, key=lambda kv: -kv[1].cpu_s.sum()):
         lo, hi = t.wall_s.min(), t.wall_s.max()
@@ -72,11 +72,12 @@ def summary_markdown(table: pd.DataFrame, cores: int) -> str:
 
 
 def planned_jobs(dry_run: str) -> pd.DataFrame:
-    """Rule and benchmark path (relative to ``results/benchmarks``) of each job in a ``snakemake -n`` listing."""
-    rows = [{"rule": job.rule, "path": str(Path(job.benchmark.split("benchmarks/", 1)[-1]).with_suffix(""))}
-            for job in parse_run_log(dry_run).jobs if job.benchmark]
+    """Rule and log path (relative to ``results/logs``, without ``.log``) of each job in a ``snakemake -n``
+    listing."""
+    rows = [{"rule": job.rule, "path": str(Path(job.logs[0].split("logs/", 1)[-1]).with_suffix(""))}
+            for job in parse_run_log(dry_run).jobs if job.logs]
     if not rows:
-        raise SystemExit("no 'benchmark:' lines in the dry run; pass the output of 'snakemake -n --forceall'")
+        raise SystemExit("no 'log:' lines in the dry run; pass the output of 'snakemake -n --forceall'")
     return pd.DataFrame(rows)
 
 
@@ -86,7 +87,7 @@ def project(sample: pd.DataFrame, planned: pd.DataFrame, like: list[tuple[str, s
     by_name = sample.groupby("name")[["wall_s", "cpu_s"]].mean()
     for _, sampled in like:
         if sampled not in by_path.index:
-            raise SystemExit(f"--like names {sampled!r}, which is not a sampled benchmark; "
+            raise SystemExit(f"--like names {sampled!r}, which is not a sampled job's log; "
                              f"sampled: {', '.join(sorted(by_path.index))}")
     out = []
     for job in planned.itertuples():
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--project", type=Path, metavar="DRYRUN",
                     help="output of 'snakemake -n --forceall' for the configuration to project")
     ap.add_argument("--like", action="append", default=[], metavar="REGEX=SAMPLED",
-                    help="planned jobs whose benchmark path matches REGEX cost what sampled job SAMPLED cost")
+                    help="planned jobs whose log path matches REGEX cost what sampled job SAMPLED cost")
     ap.add_argument("--scale", action="append", default=[], metavar="REGEX=FACTOR",
                     help="multiply the projected seconds of planned jobs whose path matches REGEX by FACTOR "
                          "(e.g. a training job of 16 times the sampled steps)")
@@ -166,14 +167,14 @@ def main(argv=None) -> int:
                     help="add SECONDS (wall and CPU, one thread) to planned jobs whose path matches REGEX "
                          "(e.g. an SGD fit measured apart)")
     args = ap.parse_args(argv)
-    sample = benchmark_table(args.results)
+    sample = job_table(args.results)
     if args.project is None:
         print(summary_markdown(sample, args.cores))
         return 0
     like = []
     for item in args.like:
         if "=" not in item:
-            raise SystemExit(f"--like {item!r}: expected REGEX=SAMPLED_BENCHMARK")
+            raise SystemExit(f"--like {item!r}: expected REGEX=SAMPLED_LOG")
         rx, sampled = item.rsplit("=", 1)
         like.append((rx, sampled))
     proj = project(sample, planned_jobs(args.project.read_text()), like)

@@ -55,17 +55,28 @@ def test_the_command_line_runs_a_step_on_the_threads_it_is_given(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_a_step_writes_its_own_cpu_seconds_last(monkeypatch, caplog, tmp_path):
-    """The last line a step logs is its CPU time (user + system, getrusage), read back by
-    polyinterp.run_log.logged_cpu_seconds; a step that burns 0.3 CPU s reports at least that."""
+def test_a_step_writes_its_own_record_last(monkeypatch, caplog, tmp_path):
+    """The last line a step logs is what its process cost: CPU (user + system, getrusage), wall and peak
+    RSS, read back by polyinterp.run_log.logged_job_seconds. A step that burns 0.3 CPU s, sleeps 0.3 s and
+    holds 200 MB more than before reports at least that CPU, at least the wall that its own clock saw and
+    a peak at least 200 MB over the process's resident memory before it ran."""
     import time
 
-    from polyinterp.run_log import logged_cpu_seconds
+    import numpy as np
+    import psutil
+
+    from polyinterp.run_log import logged_job_seconds
+
+    rss_before = psutil.Process().memory_info().rss / 2**20
+    seen = {}
 
     def probe(*, params: dict) -> None:
-        start = time.process_time()
+        t0, start = time.monotonic(), time.process_time()
         while time.process_time() - start < 0.3:
             pass
+        time.sleep(0.3)
+        block = np.ones(200 * 2**20 // 8)  # 200 MiB, every page touched
+        seen["wall"], seen["sum"] = time.monotonic() - t0, float(block.sum())
 
     monkeypatch.setattr(cli, "step_table", lambda: {"probe": "anywhere:probe"})
     monkeypatch.setattr(cli, "step_function", lambda target: probe)
@@ -74,7 +85,10 @@ def test_a_step_writes_its_own_cpu_seconds_last(monkeypatch, caplog, tmp_path):
     assert caplog.records[-1].getMessage().startswith("polyinterp probe: CPU ")
     log = tmp_path / "probe.log"  # the lines as the job's log holds them
     log.write_text("".join(f"2026-12-06 10:00:00 {r.name} {r.levelname} {r.getMessage()}\n" for r in caplog.records))
-    assert 0.3 <= logged_cpu_seconds(log) < 1e4
+    got = logged_job_seconds(log)
+    assert 0.3 <= got["cpu_s"] < 1e4
+    assert seen["wall"] - 0.01 <= got["wall_s"] < 1e4  # the line rounds to 0.01 s
+    assert got["max_rss_mb"] >= rss_before + 200 - 1
 
 
 def test_a_missing_file_argument_is_a_usage_error(capsys):

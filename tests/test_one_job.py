@@ -23,7 +23,6 @@ rule mnist_approximants:
     output: results/mnist/approx/step2048.pt, results/mnist/approx/extra.txt
     log: results/logs/approx_step2048.log
     jobid: 0
-    benchmark: results/benchmarks/approx_step2048.tsv
     reason: Forced execution
 Shell command: polyinterp mnist_approximants --params '{"device": "auto", "inner_dtype": "auto", \
 "sgd": {"lr": 0.1, "product_dtype": "auto"}, "tol": 1e-06}' \

@@ -1,5 +1,5 @@
 """Publishing a finished run (polyinterp.publish): the smoke run's log and files give a results page
-whose run.json agrees with the benchmark files read directly; unfinished, resumed and uncommitted
+whose run.json agrees with the jobs' logs read directly and with Snakemake's own time stamps; unfinished, resumed and uncommitted
 runs are refused with what is missing named."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def first_log(run: Path) -> Path:
 
 
 @pytest.mark.e2e
-def test_the_smoke_run_publishes_with_its_log_and_benchmarks(smoke_run, tmp_path):
+def test_the_smoke_run_publishes_with_its_log_and_job_records(smoke_run, tmp_path):
     commit = git_repo(tmp_path / "repo")
     log = first_log(smoke_run)
     dest = tmp_path / "docs" / "results" / "smoke"
@@ -53,12 +53,21 @@ def test_the_smoke_run_publishes_with_its_log_and_benchmarks(smoke_run, tmp_path
               and line.strip().endswith(":")]
     assert record["jobs"] == len(blocks) == sum(r["jobs"] for r in record["rules"].values())
     assert 0 < record["wall_s"] < 3600
-    # per-rule seconds: the sum of that rule's benchmark files, read here without the module
+    # per-rule seconds: the sums of that rule's job records, read here without the module; each job's
+    # wall inside Snakemake's own span of it (its start and finish stamps, whole seconds: 1 s of slack)
     parsed = parse_run_log(text)
     for rule in ("mnist_train", "mnist_approximants", "scorecard"):
-        files = [smoke_run / j.benchmark for j in parsed.jobs if j.rule == rule]
-        want = sum(float(pd.read_csv(f, sep="\t").iloc[-1]["s"]) for f in files)
-        assert record["rules"][rule]["wall_s"] == pytest.approx(want, abs=0.06 * len(files)), rule
+        jobs = [j for j in parsed.jobs if j.rule == rule]
+        last = [(smoke_run / j.logs[0]).read_text().strip().splitlines()[-1] for j in jobs]
+        cpu = sum(float(line.split(": CPU ")[1].split(" s ")[0]) for line in last)
+        wall = sum(float(line.split(", wall ")[1].split(" s,")[0]) for line in last)
+        peak = max(float(line.split("peak RSS ")[1].split(" MB")[0]) for line in last)
+        assert record["rules"][rule] == {"jobs": len(jobs), "wall_s": pytest.approx(wall, abs=0.06),
+                                         "cpu_s": pytest.approx(cpu, abs=0.06), "max_rss_mb": peak}, rule
+        for job, line in zip(jobs, last):
+            own = float(line.split(", wall ")[1].split(" s,")[0])
+            assert 0 < own <= (job.finished - job.started).total_seconds() + 1, (rule, job.logs)
+        assert 0 < cpu and peak > 100  # every step imports torch or pandas: over 100 MB
     # what the page holds
     pngs = sorted(p.name for p in (smoke_run / "results" / "figures").glob("*.png"))
     assert pngs and sorted(p.name for p in (dest / "figures").glob("*.png")) == pngs
@@ -77,16 +86,18 @@ def fake_run(root: Path, *, finish_all: bool = True) -> Path:
     """A run folder with a two-job log (the second unfinished unless ``finish_all``) and its files."""
     run = root / "run"
     (run / ".snakemake" / "log").mkdir(parents=True)
-    (run / "results" / "benchmarks").mkdir(parents=True)
+    (run / "results" / "logs").mkdir(parents=True)
     for name in ("scorecard.md", "scorecard.parquet", "mnist/metrics.parquet"):
         (run / "results" / name).parent.mkdir(parents=True, exist_ok=True)
         (run / "results" / name).write_text("x")
     (run / "results" / "run_config.yaml").write_text("config_hash: abc\nconfigfiles: []\nconfig: {}\n")
-    (run / "results" / "benchmarks" / "a.tsv").write_text("s\tcpu_time\tmax_rss\n1.5\t1.0\t10\n")
+    (run / "results" / "logs" / "a.log").write_text(
+        "2026-12-05 08:00:01 polyinterp.cli INFO polyinterp a: CPU 1.00 s (user + system, this process and its "
+        "children), wall 1.50 s, peak RSS 10 MB\n")
     log = ["Provided cores: 2", "Job stats:", "job      count", "-----  -------", "a            1",
            "scorecard    1", "total        2", "",
            "[Sat Dec  5 08:00:00 2026]", "rule a:", "    output: results/a.pt", "    jobid: 1",
-           "    benchmark: results/benchmarks/a.tsv", "[Sat Dec  5 08:00:02 2026]", "Finished jobid: 1 (Rule: a)",
+           "    log: results/logs/a.log", "[Sat Dec  5 08:00:02 2026]", "Finished jobid: 1 (Rule: a)",
            "[Sat Dec  5 08:00:03 2026]", "rule scorecard:", "    output: results/scorecard.md, results/table.parquet",
            "    jobid: 2"]
     if finish_all:
@@ -115,10 +126,10 @@ def test_a_rule_that_never_started_is_named(tmp_path):
 def test_a_resumed_run_and_a_changed_checkout_are_refused(tmp_path):
     commit = git_repo(tmp_path / "repo")
     run = fake_run(tmp_path)
-    (run / "results" / "benchmarks" / "earlier.tsv").write_text("s\tcpu_time\tmax_rss\n1\t1\t1\n")
-    with pytest.raises(PublishError, match=r"1 benchmark file\(s\).*earlier\.tsv.*run it again from empty"):
+    (run / "results" / "logs" / "earlier.log").write_text("from an earlier invocation\n")
+    with pytest.raises(PublishError, match=r"1 job log\(s\).*earlier\.log.*run it again from empty"):
         publish(run, tmp_path / "out", repo=tmp_path / "repo")
-    (run / "results" / "benchmarks" / "earlier.tsv").unlink()
+    (run / "results" / "logs" / "earlier.log").unlink()
     (tmp_path / "repo" / "Snakefile").write_text("# edited\n")
     with pytest.raises(PublishError, match=rf"differ from commit {commit[:12]}.*Snakefile"):
         publish(run, tmp_path / "out", repo=tmp_path / "repo")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import pandas as pd
 import pytest
+
+from polyinterp.run_log import job_line
 
 _spec = importlib.util.spec_from_file_location("run_time", Path(__file__).parents[1] / "bench" / "run_time.py")
 run_time = importlib.util.module_from_spec(_spec)
@@ -17,45 +18,47 @@ DRY_RUN = """
 [Wed Dec  2 14:54:25 2026]
 rule mnist_approximants:
     output: results/mnist/m/seed1/approx/step16.pt
-    benchmark: results/benchmarks/mnist/m/approx_seed1_step16.tsv
+    log: results/logs/mnist/m/approx_seed1_step16.log
     wildcards: model=m, seed=1, step=16
 [Wed Dec  2 14:54:25 2026]
 rule mnist_approximants:
-    benchmark: results/benchmarks/mnist/m/approx_seed2_step1024.tsv
+    log: results/logs/mnist/m/approx_seed2_step1024.log
 [Wed Dec  2 14:54:25 2026]
 rule cubic_grid_point:
-    benchmark: results/benchmarks/cubic/grid_seed0/a0_b0.tsv
+    log: results/logs/cubic/grid_seed0/a0_b0.log
 [Wed Dec  2 14:54:25 2026]
 rule cubic_grid_point:
-    benchmark: results/benchmarks/cubic/grid_seed1/a2_b3.tsv
+    log: results/logs/cubic/grid_seed1/a2_b3.log
 [Wed Dec  2 14:54:25 2026]
 localrule all:
     input: results/scorecard.md
 [Wed Dec  2 14:54:25 2026]
 rule scorecard:
-    benchmark: results/benchmarks/scorecard.tsv
+    log: results/logs/scorecard.log
 """
 
 
 def _sample(tmp_path: Path) -> Path:
+    """A results folder whose job logs end with the steps' records (job_line), as the command line writes them."""
     rows = {"mnist/m/approx_seed0_step4096": (100.0, 150.0), "mnist/m/approx_seed0_step16384": (700.0, 900.0),
             "cubic/grid_seed0/a0_b0": (20.0, 10.0), "cubic/grid_seed0/a6_b6": (30.0, 20.0)}
     for name, (wall, cpu) in rows.items():
-        path = tmp_path / "benchmarks" / f"{name}.tsv"
+        path = tmp_path / "logs" / f"{name}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame({"s": [wall], "cpu_time": [cpu], "max_rss": [10.0]}).to_csv(path, sep="\t", index=False)
+        path.write_text("2026-12-06 10:04:22 polyinterp.x INFO working\n"
+                        f"2026-12-06 10:04:23 polyinterp.cli INFO {job_line('x', cpu, wall, 10.0)}\n")
     return tmp_path
 
 
 def test_planned_jobs_are_read_from_a_dry_run():
     jobs = run_time.planned_jobs(DRY_RUN)
     assert list(jobs.rule) == ["mnist_approximants", "mnist_approximants", "cubic_grid_point",
-                               "cubic_grid_point", "scorecard"]  # 'all' has no benchmark
+                               "cubic_grid_point", "scorecard"]  # 'all' has no log
     assert jobs.path.iloc[0] == "mnist/m/approx_seed1_step16"
 
 
 def test_each_planned_job_is_priced_by_the_first_route_that_applies(tmp_path):
-    sample = run_time.benchmark_table(_sample(tmp_path))
+    sample = run_time.job_table(_sample(tmp_path))
     like = [(r"approx_seed\d+_step(1024|16384)$", "mnist/m/approx_seed0_step16384"),
             (r"approx_seed", "mnist/m/approx_seed0_step4096")]
     proj = run_time.project(sample, run_time.planned_jobs(DRY_RUN), like).set_index("path")
@@ -72,13 +75,13 @@ def test_each_planned_job_is_priced_by_the_first_route_that_applies(tmp_path):
 
 
 def test_a_like_that_names_no_sampled_job_is_refused(tmp_path):
-    sample = run_time.benchmark_table(_sample(tmp_path))
-    with pytest.raises(SystemExit, match="not a sampled benchmark"):
+    sample = run_time.job_table(_sample(tmp_path))
+    with pytest.raises(SystemExit, match="not a sampled job's log"):
         run_time.project(sample, run_time.planned_jobs(DRY_RUN), [("x", "mnist/m/nothing")])
 
 
 def test_scale_and_add_adjust_the_matching_jobs(tmp_path):
-    sample = run_time.benchmark_table(_sample(tmp_path))
+    sample = run_time.job_table(_sample(tmp_path))
     proj = run_time.project(sample, run_time.planned_jobs(DRY_RUN), [(r"approx_seed", "mnist/m/approx_seed0_step4096")])
     got = run_time.adjust(proj, [(r"step1024$", 16.0)], [(r"approx_seed\d+_step1024$", 5.0), (r"scorecard", 2.0)])
     by_path = got.set_index("path")
@@ -88,16 +91,18 @@ def test_scale_and_add_adjust_the_matching_jobs(tmp_path):
     assert by_path.loc["scorecard", "wall_s"] == 2.0 and by_path.loc["scorecard", "source"] == " + 2 s"
 
 
-def test_a_jobs_cpu_is_the_steps_own_count_where_its_log_has_one(tmp_path):
-    """Snakemake's benchmark misses what a job spends after its last sample (every 30 s after the first
-    15 s), so the step writes its own CPU seconds as its log's last line and the table prefers them."""
-    from polyinterp.run_log import cpu_line
-
+def test_a_log_without_the_steps_record_is_left_out(tmp_path):
+    """A failed job's log has no record line: the table has the jobs that wrote one, and a results folder
+    with none is refused with what to do."""
     results = _sample(tmp_path)
-    log = results / "logs" / "cubic" / "grid_seed0" / "a0_b0.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("2026-12-06 10:04:22 polyinterp.cubic INFO trained\n"
-                   f"2026-12-06 10:04:23 polyinterp.cli INFO {cpu_line('cubic_grid_point', 19.5)}\n")
-    table = run_time.benchmark_table(results).set_index("path")
-    assert table.loc["cubic/grid_seed0/a0_b0", "cpu_s"] == 19.5  # the log's, not the benchmark's 10
-    assert table.loc["cubic/grid_seed0/a6_b6", "cpu_s"] == 20.0  # no log: the benchmark's
+    failed = results / "logs" / "cubic" / "grid_seed0" / "a1_b1.log"
+    failed.write_text("2026-12-06 10:04:22 polyinterp.x ERROR out of memory\n")
+    table = run_time.job_table(results)
+    assert sorted(table.path) == ["cubic/grid_seed0/a0_b0", "cubic/grid_seed0/a6_b6", "mnist/m/approx_seed0_step16384",
+                                  "mnist/m/approx_seed0_step4096"]
+    assert table.set_index("path").loc["cubic/grid_seed0/a0_b0", ["wall_s", "cpu_s", "max_rss_mb"]].tolist() == \
+        [20.0, 10.0, 10.0]
+    empty = tmp_path / "empty"
+    (empty / "logs").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="run the workflow first"):
+        run_time.job_table(empty)

@@ -9,7 +9,10 @@ line of a step is generated from its function's signature:
 - ``name: list[str]`` → ``--name PATH [PATH ...]`` (optional, default empty, when it has a default);
 - ``params: dict`` → ``--params JSON``.
 
-``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). The table of step
+``--threads N`` (every step) sets torch's intra-op threads (0: torch's default). A step that returns
+logs, as its last line, what its process cost: CPU, wall (from the start of :func:`main`, before the step's own
+imports: the interpreter's start-up and this module's imports, about 0.1 s, are not counted) and peak RSS
+(:func:`polyinterp.run_log.job_line`); the run-time readers take a job's time from it. The table of step
 names → functions is ``polyinterp.steps.STEPS``; a function is imported only when its step
 runs, so ``polyinterp --help`` stays fast.
 """
@@ -23,11 +26,12 @@ import json
 import logging
 import shlex
 import sys
+import time
 from typing import Callable
 
 from polyinterp.errors import PolyinterpError
 from polyinterp.io import record_writer
-from polyinterp.run_log import cpu_line, process_cpu_seconds
+from polyinterp.run_log import job_line, process_cpu_seconds, process_peak_rss_mb
 from polyinterp.steps import STEPS
 
 # Commands that are not rules (the step table is exactly the workflow's rules): name → "module:function".
@@ -136,6 +140,7 @@ def _top_help(table: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
     argv = list(sys.argv[1:] if argv is None else argv)
     table = step_table()
     if not argv or argv[0] in ("-h", "--help"):
@@ -162,5 +167,6 @@ def main(argv: list[str] | None = None) -> int:
     except PolyinterpError as exc:
         print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2
-    logging.getLogger(__name__).info(cpu_line(step, process_cpu_seconds()))  # read back by run-time readers
+    logging.getLogger(__name__).info(  # read back by the run-time readers
+        job_line(step, process_cpu_seconds(), time.monotonic() - started, process_peak_rss_mb()))
     return 0

@@ -3,7 +3,7 @@
 ``DIR`` is the checkout in which ``snakemake`` ran (its ``results/`` and ``.snakemake/log/``). The
 run must be one complete, uninterrupted Snakemake invocation of a commit with no tracked file
 changed: its log (the newest ``.snakemake/log/*.snakemake.log``, or ``params.log``) planned jobs that
-all finished, and every benchmark file under ``results/benchmarks`` belongs to a job of that log
+all finished, and every job log under ``results/logs`` belongs to a job of that log
 (a run resumed after an interruption has jobs from an earlier invocation and is refused: its wall
 time would not be one run's). What is copied, into a temporary folder renamed onto the destination:
 
@@ -17,8 +17,8 @@ time would not be one run's). What is copied, into a temporary folder renamed on
   (recorded by rule ``run_config`` at the start of the run), ``software`` (the Python, torch, numpy and
   Snakemake versions it ran with, from the same record; null where the run predates it), ``cores`` (Snakemake's
   ``--cores``), ``started`` and ``finished`` (the first and last time stamp of the log, UTC),
-  ``wall_s``, ``jobs``, and per rule its job count, the sums of its jobs' wall seconds (benchmark
-  files) and CPU seconds (each step's own count in its log, else the benchmark's), and their peak RSS.
+  ``wall_s``, ``jobs``, and per rule its job count, the sums of its jobs' wall and CPU seconds and their
+  peak RSS (each step's own record, the last line of its job log: ``polyinterp.run_log.job_line``).
 
 A run that is not finished is refused with the outputs it is missing named.
 """
@@ -37,7 +37,7 @@ import yaml
 
 from polyinterp.errors import DataError
 from polyinterp.run_config import repository_relative
-from polyinterp.run_log import RunLog, job_seconds, parse_run_log
+from polyinterp.run_log import RunLog, logged_job_seconds, parse_run_log
 
 MAX_TABLE_BYTES = 4 * 2**20
 TABLE_GLOBS = ("mnist/*.parquet", "mnist/*.md", "mnist/*/*.parquet", "cubic/*.parquet")
@@ -87,12 +87,12 @@ def check_complete(log: RunLog, log_path: Path, run: Path) -> None:
 
 
 def check_one_invocation(log: RunLog, log_path: Path, run: Path) -> None:
-    """Refuse benchmark files that no job of this log wrote (an earlier, interrupted invocation)."""
-    ours = {str(Path(j.benchmark)) for j in log.jobs if j.benchmark}
-    bench = run / "results" / "benchmarks"
-    foreign = sorted(str(p.relative_to(run)) for p in bench.rglob("*.tsv") if str(p.relative_to(run)) not in ours)
+    """Refuse job logs that no job of this log wrote (an earlier, interrupted invocation)."""
+    ours = {str(Path(p)) for j in log.jobs for p in j.logs}
+    logs = run / "results" / "logs"
+    foreign = sorted(str(p.relative_to(run)) for p in logs.rglob("*.log") if str(p.relative_to(run)) not in ours)
     if foreign:
-        raise PublishError(f"{len(foreign)} benchmark file(s) under {bench} were written by another invocation than "
+        raise PublishError(f"{len(foreign)} job log(s) under {logs} were written by another invocation than "
                            f"{log_path.name} (e.g. {foreign[0]}): the run was resumed or extended, so its wall time is "
                            f"not one run's. Delete results/ and .snakemake/ and run it again from empty.")
 
@@ -115,13 +115,14 @@ def git_commit(run: Path) -> str:
 
 
 def rule_seconds(log: RunLog, run: Path) -> dict:
-    """Per rule: jobs, Σ wall s and Σ CPU s of its jobs' benchmarks, peak RSS (MB)."""
+    """Per rule: jobs, Σ wall s and Σ CPU s of its jobs, their peak RSS (MB), from each job's own record
+    (:func:`polyinterp.run_log.logged_job_seconds`; a job without one, rule ``all``, counts no seconds)."""
     out: dict[str, dict] = {}
     for job in log.jobs:
         row = out.setdefault(job.rule, {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_rss_mb": 0.0})
         row["jobs"] += 1
-        if job.benchmark and (run / job.benchmark).exists():
-            b = job_seconds(run / job.benchmark)
+        b = logged_job_seconds(run / job.logs[0]) if job.logs else None
+        if b is not None:
             row["wall_s"] += b["wall_s"]
             row["cpu_s"] += b["cpu_s"]
             row["max_rss_mb"] = max(row["max_rss_mb"], b["max_rss_mb"])

@@ -1,7 +1,7 @@
 """What a Snakemake invocation did, read from its log (``.snakemake/log/*.snakemake.log``, or the
 output of ``snakemake -n``): the cores it was given, the jobs it planned (rule and count), and each
-job it started with its rule, outputs, logs, benchmark file, start and finish times, and its shell
-command where Snakemake printed it (``-p``).
+job it started with its rule, outputs, logs, start and finish times, and its shell command where
+Snakemake printed it (``-p``).
 
 Snakemake (9.x) prints a job as a block::
 
@@ -10,7 +10,6 @@ Snakemake (9.x) prints a job as a block::
         output: a, b
         log: ...
         jobid: 12
-        benchmark: results/benchmarks/....tsv
         ...
     Shell command: polyinterp ...   (with ``-p``)
 
@@ -18,13 +17,12 @@ and its end as ``[time]`` followed by ``Finished jobid: 12 (Rule: mnist_train)``
 ``Job stats`` table (``rule count`` rows, then ``total N``). Times are the local time of the machine
 that ran Snakemake (``time.asctime``).
 
-Also a step's own CPU time, which the command line writes at the end of the step's job log
-(:func:`cpu_line`, :func:`logged_cpu_seconds`; below).
+Also a step's own record of what it cost, which the command line writes as the last line of the step's
+job log (:func:`job_line`, :func:`logged_job_seconds`; below).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -38,14 +36,13 @@ _CORES = re.compile(r"^Provided cores: (\d+)")
 
 @dataclass
 class LoggedJob:
-    """One job of a log: its rule, Snakemake's job id, outputs, logs, benchmark path (or None), shell
-    command (None unless printed), and when it started and finished (None while it has not)."""
+    """One job of a log: its rule, Snakemake's job id, outputs, logs, shell command (None unless printed),
+    and when it started and finished (None while it has not)."""
 
     rule: str
     jobid: int | None = None
     outputs: list[str] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
-    benchmark: str | None = None
     command: str | None = None
     started: dt.datetime | None = None
     finished: dt.datetime | None = None
@@ -122,24 +119,23 @@ def parse_run_log(text: str) -> RunLog:
                 job.logs = [v.strip() for v in value.split(",") if v.strip()]
             elif key == "Shell command":
                 job.command = value
-            elif key == "benchmark":
-                job.benchmark = value
             elif key == "jobid" and value.isdigit():
                 job.jobid = int(value)
                 by_id[job.jobid] = job
     return RunLog(cores, planned, jobs, first, last)
 
 
-# ---- a step's own CPU time, from its job log ------------------------------------------------------
-# The command line writes it as the last line of the step's log, and the
-# run-time readers (``polyinterp publish``'s run.json, ``bench/run_time.py``) prefer it to the
-# ``cpu_time`` of the job's Snakemake benchmark file, which under-counts. Snakemake 9's benchmark
-# poller samples the job's processes every 0.5 s for its first 15 s and then every 30 s
-# (``snakemake/benchmark.py``, ``BENCHMARK_INTERVAL``), so what a job spends after its last sample is
-# lost: a 27 s SAE job's benchmark file said 14.7 CPU s, where the same job alone keeps its core busy
-# for its whole 21.9 s (``/usr/bin/time``; bench/README.md, "Packing: one thread a job").
+# ---- a step's own record, from its job log -------------------------------------------------------
+# The command line writes it as the last line of the step's log (polyinterp.cli), and the run-time
+# readers (``polyinterp publish``'s run.json, ``bench/run_time.py``) read it back. The rules declare no
+# Snakemake ``benchmark:`` file: its poller read each job's process tree (``memory_full_info``, the
+# whole ``/proc/PID/smaps``) every 0.5 s for the job's first 15 s and every 30 s after, about 1 CPU s
+# in Snakemake's process for a 2 GB fit job, and its ``cpu_time`` missed what a job spent after the
+# last sample (bench/README.md, "Packing: one thread a job" and "Job records instead of Snakemake's
+# benchmark files").
 
-_CPU_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+ system")
+_JOB_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+ system[^)]*\)"
+                       r"(?:, wall ([0-9]+(?:\.[0-9]+)?) s, peak RSS ([0-9]+(?:\.[0-9]+)?) MB)?")
 
 
 def process_cpu_seconds() -> float:
@@ -150,46 +146,33 @@ def process_cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def cpu_line(step: str, seconds: float) -> str:
-    """The log line :func:`logged_cpu_seconds` reads back."""
-    return f"polyinterp {step}: CPU {seconds:.2f} s (user + system, this process and its children)"
+def process_peak_rss_mb() -> float:
+    """The peak resident memory (MiB) of this process, or of its largest waited-for child where that was
+    larger (getrusage's ``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    import resource
+    import sys
+
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10)
 
 
-def logged_cpu_seconds(log: Path) -> float | None:
-    """The CPU seconds of the last :func:`cpu_line` in ``log``; None where the log is missing or has none
-    (a step that failed, or a log written before the line existed)."""
+def job_line(step: str, cpu_s: float, wall_s: float, max_rss_mb: float) -> str:
+    """The log line :func:`logged_job_seconds` reads back."""
+    return (f"polyinterp {step}: CPU {cpu_s:.2f} s (user + system, this process and its children), "
+            f"wall {wall_s:.2f} s, peak RSS {max_rss_mb:.0f} MB")
+
+
+def logged_job_seconds(log: Path) -> dict | None:
+    """``wall_s``, ``cpu_s`` and ``max_rss_mb`` of the last :func:`job_line` in ``log``; None where the log
+    is missing or has none (a step that failed, a rule that runs no step). A line written before wall and
+    peak RSS were recorded gives NaN for both."""
     try:
         text = Path(log).read_text(errors="replace")
     except OSError:
         return None
-    found = _CPU_LINE.findall(text)
-    return float(found[-1][1]) if found else None
-
-
-def job_seconds(benchmark: Path) -> dict | None:
-    """A job's wall s and peak RSS (MB) from its Snakemake benchmark file (its last row: one per repeat),
-    and its CPU s from the step's own count in its log where present, else the benchmark's
-    ``cpu_time``; a value Snakemake could not measure ("-", "NA") is NaN. None for an empty file."""
-    with open(benchmark, newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    if not rows:
+    found = _JOB_LINE.findall(text)
+    if not found:
         return None
-    last = rows[-1]
-
-    def number(key: str) -> float:
-        try:
-            return float(last.get(key))
-        except (TypeError, ValueError):
-            return float("nan")
-
-    logged = logged_cpu_seconds(log_of_benchmark(benchmark))
-    return {"wall_s": number("s"), "cpu_s": logged if logged is not None else number("cpu_time"),
-            "max_rss_mb": number("max_rss")}
-
-
-def log_of_benchmark(benchmark: Path) -> Path:
-    """The log beside a benchmark file: every rule names both after one name (workflow/rules/common.smk,
-    ``log_path`` and ``bench_path``): ``<results>/benchmarks/<name>.tsv`` → ``<results>/logs/<name>.log``."""
-    parts = Path(benchmark).with_suffix(".log").parts
-    at = len(parts) - 1 - parts[::-1].index("benchmarks")
-    return Path(*parts[:at], "logs", *parts[at + 1:])
+    _, cpu, wall, rss = found[-1]
+    return {"wall_s": float(wall) if wall else float("nan"), "cpu_s": float(cpu),
+            "max_rss_mb": float(rss) if rss else float("nan")}

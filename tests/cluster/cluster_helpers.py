@@ -98,12 +98,12 @@ def gpu_rules() -> set[str]:
 # ------------------------------------------------------------------ comparing results
 # Values that measure the run rather than the result (wall time, speed, host) may differ.
 VOLATILE_KEY = re.compile(r"(^|_)(seconds|secs|time|elapsed|duration|timestamp|host|hostname|date|per_s)($|_)", re.I)
-SKIP_DIRS = {"logs", "benchmarks"}
+SKIP_DIRS = {"logs"}
 DIGEST_KEY = "_polyinterp_sha256"  # polyinterp.io.DIGEST_KEY
 
 
 def result_files(root: Path) -> dict[str, Path]:
-    """Output files under root/results, by relative path; logs, benchmarks, hidden temp files and
+    """Output files under root/results, by relative path; logs, hidden temp files and
     run_config.yaml (the record of a run: its time and config-file paths, not a result) excluded."""
     base = root / "results"
     out = {}

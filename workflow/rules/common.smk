@@ -142,12 +142,14 @@ def cubic_section_params(section):
 # Every step rule closes with these directives, the same in each but for their arguments.
 #     params: **step_args("<rule>", lambda wc: {...the config keys the step reads...})
 #     log: log_path("<name>")
-#     benchmark: bench_path("<name>")
 #     resources: **TABLE_JOB                 (or the rule's own mem_mb and runtime, below)
 #     conda: CONDA_ENV
 #     shell: STEP
 # The rule names its step (its own name) once, in step_args, and tests/test_dag.py checks that every
-# job's command runs the step of its own rule.
+# job's command runs the step of its own rule. No rule declares a Snakemake `benchmark:` file: the step
+# writes its own CPU, wall and peak RSS as the last line of its log (polyinterp.run_log.job_line), which
+# the run-time readers take, and Snakemake's poller of benchmarked jobs cost about 1 CPU s a job in
+# Snakemake's own process (bench/README.md, "Job records instead of Snakemake's benchmark files").
 #
 # Threads are one a job, in each of the rules. The exact fit runs 1.7-1.8x faster on two threads than on
 # one when timed alone, but a whole job (reading, set-up, metrics, writing) averages 1.1-1.3 cores on
@@ -169,10 +171,6 @@ def step_args(rule, params=None):
 
 def log_path(name):
     return f"results/logs/{name}.log"
-
-
-def bench_path(name):
-    return f"results/benchmarks/{name}.tsv"
 
 
 # Resources (mem_mb, runtime in minutes) shared by the rules whose measured needs are alike; a rule

@@ -43,7 +43,6 @@ rule cubic_train:
             "device": DEVICE,
         }),
     log: log_path("cubic/train_seed{seed}")
-    benchmark: bench_path("cubic/train_seed{seed}")
     threads: 1  # a training loop (above)
     resources:
         mem_mb=2000,
@@ -60,7 +59,6 @@ rule cubic_activations:
         acts=f"{VIEW}/activations.pt",
     params: **step_args("cubic_activations", lambda wc: VIEWS.activations_params(wc.seed, wc.view))
     log: log_path("cubic/activations_seed{seed}{view}")
-    benchmark: bench_path("cubic/activations_seed{seed}{view}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
@@ -80,7 +78,6 @@ rule cubic_sae:
         curve=f"{VIEW}/sae_curve.parquet",
     params: **step_args("cubic_sae", lambda wc: VIEWS.sae_params(wc.seed, wc.view))
     log: log_path("cubic/sae_seed{seed}{view}")
-    benchmark: bench_path("cubic/sae_seed{seed}{view}")
     threads: 1  # a training loop (above)
     resources:
         mem_mb=3000,
@@ -103,7 +100,6 @@ rule cubic_landmark_table:
         ranking=f"{VIEW}/landmark_ranking.parquet",
     params: **step_args("cubic_landmark_table", cubic_section_params("landmarks"))
     log: log_path("cubic/landmarks_seed{seed}{view}")
-    benchmark: bench_path("cubic/landmarks_seed{seed}{view}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _LM["x_points"] * _LM["a_points"] * _LM["b_points"]),
@@ -122,7 +118,6 @@ rule cubic_band_detection:
         grid=f"{VIEW}/band_grid.pt",
     params: **step_args("cubic_band_detection", lambda wc: VIEWS.bands_params(wc.seed, wc.view))
     log: log_path("cubic/bands_seed{seed}{view}")
-    benchmark: bench_path("cubic/bands_seed{seed}{view}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=lambda wc: VIEWS.mem_mb(wc.view, _BD["x_points"] * _BD["a_points"] * len(_BD["b_slices"])),
@@ -141,7 +136,6 @@ rule cubic_slope_search:
         best=f"{VIEW}/slopes.parquet",
     params: **step_args("cubic_slope_search", cubic_section_params("slopes"))
     log: log_path("cubic/slopes_seed{seed}{view}")
-    benchmark: bench_path("cubic/slopes_seed{seed}{view}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -160,7 +154,6 @@ rule cubic_clamping:
         summary=f"{CUBIC}/clamp_summary.parquet",
     params: **step_args("cubic_clamping", cubic_section_params("clamp"))
     log: log_path("cubic/clamp_seed{seed}")
-    benchmark: bench_path("cubic/clamp_seed{seed}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
@@ -181,7 +174,6 @@ rule cubic_joint_clamping:
         fits=f"{CUBIC}/joint_clamp_fits.parquet",
     params: **step_args("cubic_joint_clamping", cubic_section_params("joint_clamp"))
     log: log_path("cubic/joint_clamp_seed{seed}")
-    benchmark: bench_path("cubic/joint_clamp_seed{seed}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,
@@ -207,7 +199,6 @@ rule cubic_band_thresholds:
             "seed": int(wc.seed),
         }),
     log: log_path("cubic/band_thresholds_seed{seed}")
-    benchmark: bench_path("cubic/band_thresholds_seed{seed}")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -224,7 +215,6 @@ rule cubic_summary:
         spread="results/cubic/slopes_spread.parquet",
     params: **step_args("cubic_summary")
     log: log_path("cubic/summary")
-    benchmark: bench_path("cubic/summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -239,7 +229,6 @@ rule cubic_checkpoint_model:
         model=f"{CUBIC}/train_step{{step}}/model.pt",
     params: **step_args("cubic_checkpoint_model", lambda wc: {"step": int(wc.step)})
     log: log_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
-    benchmark: bench_path("cubic/checkpoint_model_seed{seed}/train_step{step}")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -263,7 +252,6 @@ rule cubic_layers_summary:
         table="results/cubic/layers.parquet",
     params: **step_args("cubic_layers_summary", lambda wc: {"rows": VIEWS.layer_rows(LAYER_SEEDS)})
     log: log_path("cubic/layers_summary")
-    benchmark: bench_path("cubic/layers_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -278,7 +266,6 @@ rule cubic_training_summary:
         table="results/cubic/training.parquet",
     params: **step_args("cubic_training_summary", lambda wc: {"rows": VIEWS.step_rows(TRAINING_SEEDS)})
     log: log_path("cubic/training_summary")
-    benchmark: bench_path("cubic/training_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -297,7 +284,6 @@ rule cubic_capacity_train:
         curves=f"{CUBIC}/capacity_{{variant}}/fit_curves.parquet",
     params: **step_args("cubic_capacity_train", lambda wc: VIEWS.capacity_train_params(wc.seed, wc.variant))
     log: log_path("cubic/capacity_train_seed{seed}/{variant}")
-    benchmark: bench_path("cubic/capacity_train_seed{seed}/{variant}")
     threads: 1  # a training loop (above)
     resources:
         mem_mb=2000,
@@ -317,7 +303,6 @@ rule cubic_capacity_summary:
         table="results/cubic/capacity.parquet",
     params: **step_args("cubic_capacity_summary", lambda wc: {"rows": VIEWS.capacity_rows(CAPACITY_SEEDS)})
     log: log_path("cubic/capacity_summary")
-    benchmark: bench_path("cubic/capacity_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -338,7 +323,6 @@ rule cubic_grid_seed:
         metrics=point_files(f"{GRID_POINT}/metrics.parquet", config["cubic"], ["{seed}"]),
     params: **step_args("cubic_grid_seed", lambda wc: seed_params(config["cubic"], wc.seed, DEVICE))
     log: log_path("cubic/grid_seed{seed}")
-    benchmark: bench_path("cubic/grid_seed{seed}")
     threads: 1  # training loops, one after another (above)
     resources:
         mem_mb=2000,  # a seed's networks and SAEs in memory at once (bench/README.md, "The grid as one batched model")
@@ -359,7 +343,6 @@ rule cubic_grid_summary:
         latents="results/cubic/grid_latents.parquet",
     params: **step_args("cubic_grid_summary", lambda wc: summary_params(config["cubic"], SEEDS, DEVICE))
     log: log_path("cubic/grid_summary")
-    benchmark: bench_path("cubic/grid_summary")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=2000,

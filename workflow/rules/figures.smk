@@ -15,7 +15,6 @@ rule fig1_features:
         out=report_figure("fig1_{model}", "MNIST", caption="fig1"),
     params: **step_args("fig1_features", lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL})
     log: log_path("figures/fig1_{model}")
-    benchmark: bench_path("figures/fig1_{model}")
     resources: **MNIST_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -34,7 +33,6 @@ for _rule, _figure in _METRICS_FIGURES.items():
             out=report_figure(_figure, "MNIST"),
         params: **step_args(_rule, lambda wc: {"run": RUN_LABEL})
         log: log_path(f"figures/{_figure}")
-        benchmark: bench_path(f"figures/{_figure}")
         resources: **MNIST_FIGURE_JOB
         conda: CONDA_ENV
         shell: STEP
@@ -49,7 +47,6 @@ rule fig4_ablated_digits:
         **step_args("fig4_ablated_digits",
                     lambda wc: {"digit": config["mnist"]["figures"]["digit"], "run": RUN_LABEL}),
     log: log_path("figures/fig4_{model}")
-    benchmark: bench_path("figures/fig4_{model}")
     resources: **MNIST_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -66,7 +63,6 @@ rule fig5_ablation_accuracy:
             **{k: config["mnist"]["ablation"][k] for k in ("figure_steps", "accuracy_level")},
         }),
     log: log_path("figures/fig5_{model}")
-    benchmark: bench_path("figures/fig5_{model}")
     resources: **MNIST_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -79,7 +75,6 @@ rule fig6_attack_strength:
         out=report_figure("fig6_{model}", "MNIST", caption="fig6"),
     params: **step_args("fig6_attack_strength", lambda wc: {"run": RUN_LABEL})
     log: log_path("figures/fig6_{model}")
-    benchmark: bench_path("figures/fig6_{model}")
     resources: **MNIST_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -99,7 +94,6 @@ rule cubic_fig_landmarks:
         out=report_figure("cubic_landmarks", "Cubic regressor"),
     params: **step_args("cubic_fig_landmarks", lambda wc: {"top": config["cubic"]["figures"]["landmarks_top"]})
     log: log_path("figures/cubic_landmarks")
-    benchmark: bench_path("figures/cubic_landmarks")
     resources:
         mem_mb=2000,
         runtime=5,
@@ -116,7 +110,6 @@ rule cubic_fig_bands:
         out=report_figure("cubic_bands", "Cubic regressor"),
     params: **step_args("cubic_fig_bands", lambda wc: {"max_latents": config["cubic"]["figures"]["band_latents"]})
     log: log_path("figures/cubic_bands")
-    benchmark: bench_path("figures/cubic_bands")
     resources: **CUBIC_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -130,7 +123,6 @@ rule cubic_fig_clamp:
         out=report_figure("cubic_clamp", "Cubic regressor"),
     params: **step_args("cubic_fig_clamp", lambda wc: {"max_latents": config["cubic"]["figures"]["clamp_latents"]})
     log: log_path("figures/cubic_clamp")
-    benchmark: bench_path("figures/cubic_clamp")
     resources: **CUBIC_FIGURE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -167,7 +159,6 @@ for _name, _inputs in _PLAIN_CUBIC_FIGURES.items():
             out=report_figure(f"cubic_{_name}", "Cubic regressor"),
         params: **step_args(f"cubic_fig_{_name}")
         log: log_path(f"figures/cubic_{_name}")
-        benchmark: bench_path(f"figures/cubic_{_name}")
         resources: **CUBIC_FIGURE_JOB
         conda: CONDA_ENV
         shell: STEP

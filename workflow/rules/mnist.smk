@@ -7,7 +7,6 @@ rule mnist_data:
         data="results/data/mnist.npz",
     params: **step_args("mnist_data", lambda wc: config["mnist"]["data"])
     log: log_path("mnist/data")
-    benchmark: bench_path("mnist/data")
     priority: 10  # it gates mnist_train (below)
     resources:
         mem_mb=2000,
@@ -23,7 +22,6 @@ rule mnist_mixture:
         mixture="results/mnist/mixture.pt",
     params: **step_args("mnist_mixture", lambda wc: {k: config["mnist"][k] for k in ("preprocess", "mixture")})
     log: log_path("mnist/mixture")
-    benchmark: bench_path("mnist/mixture")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -46,7 +44,6 @@ rule mnist_solver_plan:
             "device": DEVICE,
         }),
     log: log_path("mnist/solver_plan")
-    benchmark: bench_path("mnist/solver_plan")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -71,7 +68,6 @@ rule mnist_train:
             "device": DEVICE,
         }),
     log: log_path("mnist/{model}/train_seed{seed}")
-    benchmark: bench_path("mnist/{model}/train_seed{seed}")
     threads: 1  # a 784-256-10 step at batch 64 is compute-bound on one core; one seed trains beside other jobs
     # The longest chain of the DAG (training, then every checkpoint's fits, metrics and attack) starts
     # first: without a priority the scheduler fills both cores with the cubic study's jobs for minutes
@@ -100,7 +96,6 @@ rule mnist_approximants:
             "device": DEVICE,
         }),
     log: log_path("mnist/{model}/approx_seed{seed}_step{step}")
-    benchmark: bench_path("mnist/{model}/approx_seed{seed}_step{step}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=6000,
@@ -127,7 +122,6 @@ rule mnist_degree_approximants:
             "device": DEVICE,
         }),
     log: log_path("mnist/{model}/degrees_seed{seed}_step{step}")
-    benchmark: bench_path("mnist/{model}/degrees_seed{seed}_step{step}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=8000,
@@ -147,7 +141,6 @@ rule mnist_metrics:
         metrics=mnist_file("metrics/step{step}.parquet"),
     params: **step_args("mnist_metrics", lambda wc: {**config["mnist"]["metrics"], "device": DEVICE})
     log: log_path("mnist/{model}/metrics_seed{seed}_step{step}")
-    benchmark: bench_path("mnist/{model}/metrics_seed{seed}_step{step}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=8000,
@@ -166,7 +159,6 @@ rule mnist_metrics_all:
         metrics="results/mnist/metrics.parquet",
     params: **step_args("mnist_metrics_all")
     log: log_path("mnist/metrics_all")
-    benchmark: bench_path("mnist/metrics_all")
     resources:
         mem_mb=2000,
         runtime=10,
@@ -182,7 +174,6 @@ rule mnist_degree_summary:
         markdown=report("results/mnist/fvu_by_degree.md", caption="../report/fvu_by_degree.rst", category="Tables"),
     params: **step_args("mnist_degree_summary")
     log: log_path("mnist/degree_summary")
-    benchmark: bench_path("mnist/degree_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -206,7 +197,6 @@ rule mnist_svd_ablation:
             "device": DEVICE,
         }),
     log: log_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
-    benchmark: bench_path("mnist/{model}/svd_ablation_seed{seed}_step{step}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -231,7 +221,6 @@ rule mnist_svd_ablation_all:
             "device": DEVICE,
         }),
     log: log_path("mnist/{model}/svd_ablation_all")
-    benchmark: bench_path("mnist/{model}/svd_ablation_all")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -248,7 +237,6 @@ rule mnist_attack_summary:
         markdown=report("results/mnist/attack_strength.md", caption="../report/attack_strength.rst", category="Tables"),
     params: **step_args("mnist_attack_summary")
     log: log_path("mnist/attack_summary")
-    benchmark: bench_path("mnist/attack_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
@@ -267,7 +255,6 @@ rule mnist_early_fvu:
         table=mnist_file("early_fvu.parquet"),
     params: **step_args("mnist_early_fvu", lambda wc: {"train": MODELS[wc.model].train, "device": DEVICE})
     log: log_path("mnist/{model}/early_fvu_seed{seed}")
-    benchmark: bench_path("mnist/{model}/early_fvu_seed{seed}")
     threads: 1  # packing (common.smk)
     resources:
         mem_mb=4000,
@@ -284,7 +271,6 @@ rule mnist_early_fvu_summary:
         markdown=report("results/mnist/early_fvu.md", caption="../report/early_fvu.rst", category="Tables"),
     params: **step_args("mnist_early_fvu_summary")
     log: log_path("mnist/early_fvu_summary")
-    benchmark: bench_path("mnist/early_fvu_summary")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP

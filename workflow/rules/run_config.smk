@@ -23,7 +23,6 @@ rule run_config:
         **step_args("run_config",
                     lambda wc: {"config": config, "configfiles": _CONFIGFILES, "config_hash": config_hash(config)}),
     log: log_path("run_config")
-    benchmark: bench_path("run_config")
     resources:
         mem_mb=500,
         runtime=2,

@@ -21,7 +21,6 @@ rule scorecard:
         **step_args("scorecard", lambda wc: {"accuracy_level": config["mnist"]["ablation"]["accuracy_level"],
                                              "optimizer": config["mnist"]["train"]["optimizer"]}),
     log: log_path("scorecard")
-    benchmark: bench_path("scorecard")
     resources: **TABLE_JOB
     conda: CONDA_ENV
     shell: STEP
