@@ -51,7 +51,9 @@ def job_table(results: Path) -> pd.DataFrame:
         rel = str(path.relative_to(results / "logs").with_suffix(""))
         rows.append({"path": rel, "name": fold(rel), **job})
     if not rows:
-        raise SystemExit(f"no job log with a step's record under {results / 'logs'}; run the workflow first")
+        raise SystemExit(f"no job log with a step's record under {results / 'logs'}: run the workflow first (a run "
+                         f"made before commit 96c1ce1 kept its times in results/benchmarks: read it with that "
+                         f"commit's bench/run_time.py)")
     return pd.DataFrame(rows)
 
 
@@ -74,8 +76,14 @@ def summary_markdown(table: pd.DataFrame, cores: int) -> str:
 def planned_jobs(dry_run: str) -> pd.DataFrame:
     """Rule and log path (relative to ``results/logs``, without ``.log``) of each job in a ``snakemake -n``
     listing."""
-    rows = [{"rule": job.rule, "path": str(Path(job.logs[0].split("logs/", 1)[-1]).with_suffix(""))}
-            for job in parse_run_log(dry_run).jobs if job.logs]
+    rows = []
+    for job in parse_run_log(dry_run).jobs:
+        if not job.logs:
+            continue
+        if not job.logs[0].startswith("results/logs/"):
+            raise SystemExit(f"rule {job.rule}'s log {job.logs[0]} is not under results/logs/: a dry run of "
+                             f"another workflow?")
+        rows.append({"rule": job.rule, "path": str(Path(job.logs[0].removeprefix("results/logs/")).with_suffix(""))})
     if not rows:
         raise SystemExit("no 'log:' lines in the dry run; pass the output of 'snakemake -n --forceall'")
     return pd.DataFrame(rows)

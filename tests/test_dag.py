@@ -295,7 +295,8 @@ def test_the_authors_recipe_config_is_the_papers_scale_with_the_sgd_fit_from_2_t
                          ids=["default", "smoke", "paper", "authors_code", "architectures"])
 def test_every_jobs_command_runs_the_step_of_its_own_rule(tmp_path, configfiles):
     """The rule names its step once (step_params); in the dry run of every config, each job's command
-    runs `polyinterp <its own rule>`, and every rule with a command has one."""
+    runs `polyinterp <its own rule>`, and every rule with a command has one, and one log under results/logs/
+    (where publish and bench/run_time.py read the job's record)."""
     proc = run_snakemake(tmp_path, "-n", "-p", "--forceall", configfiles=configfiles)
     rule, checked = None, 0
     for line in proc.stdout.splitlines():
@@ -307,3 +308,9 @@ def test_every_jobs_command_runs_the_step_of_its_own_rule(tmp_path, configfiles)
             assert m.group(1) == rule, line
             checked += 1
     assert checked > 20, proc.stdout[-2000:]
+    from polyinterp.run_log import parse_run_log
+
+    commands = [job for job in parse_run_log(proc.stdout).jobs if job.command]
+    assert len(commands) == checked
+    for job in commands:
+        assert len(job.logs) == 1 and job.logs[0].startswith("results/logs/"), (job.rule, job.logs)

@@ -58,7 +58,8 @@ def test_the_smoke_run_publishes_with_its_log_and_job_records(smoke_run, tmp_pat
     parsed = parse_run_log(text)
     for rule in ("mnist_train", "mnist_approximants", "scorecard"):
         jobs = [j for j in parsed.jobs if j.rule == rule]
-        last = [(smoke_run / j.logs[0]).read_text().strip().splitlines()[-1] for j in jobs]
+        last = [[line for line in (smoke_run / j.logs[0]).read_text().splitlines() if ": CPU " in line][-1]
+                for j in jobs]
         cpu = sum(float(line.split(": CPU ")[1].split(" s ")[0]) for line in last)
         wall = sum(float(line.split(", wall ")[1].split(" s,")[0]) for line in last)
         peak = max(float(line.split("peak RSS ")[1].split(" MB")[0]) for line in last)
@@ -147,3 +148,16 @@ def test_publish_is_a_command_not_a_step(tmp_path, capsys):
     assert cli.main(["publish", "--run", str(run), "--to", str(tmp_path / "out")]) == 2
     assert "unfinished" in capsys.readouterr().err
     shutil.rmtree(run)
+
+
+def test_a_step_log_without_its_record_is_refused(tmp_path):
+    """A run made before the job records (its logs end with a CPU-only line) cannot give run.json's seconds:
+    refused, naming the log and what to do."""
+    git_repo(tmp_path / "repo")
+    run = fake_run(tmp_path)
+    (run / "results" / "logs" / "a.log").write_text(
+        "2026-12-05 08:00:01 polyinterp.cli INFO polyinterp a: CPU 1.00 s (user + system, this process and its "
+        "children)\n")
+    with pytest.raises(PublishError, match=r"results/logs/a\.log \(rule a\) has no job record.*96c1ce1"):
+        publish(run, tmp_path / "out", repo=tmp_path / "repo")
+    assert not (tmp_path / "out").exists()

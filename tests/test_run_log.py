@@ -5,8 +5,6 @@ by logged_job_seconds."""
 
 from __future__ import annotations
 
-import math
-
 from polyinterp.run_log import job_line, logged_job_seconds, parse_run_log
 
 DRY_RUN = """Building DAG of jobs...
@@ -31,6 +29,12 @@ Shell command: polyinterp mnist_approximants --params '{"tol": 1e-06}' --approx 
 rule mnist_metrics:
     output: results/metrics/step16.parquet
     jobid: 1
+
+[Sun Dec  6 21:45:16 2026]
+localrule all:
+    input: results/metrics/step16.parquet
+    jobid: 2
+Shell command: None
 This was a dry-run (flag -n).
 """
 
@@ -38,7 +42,8 @@ This was a dry-run (flag -n).
 def test_a_dry_run_gives_each_job_its_files_and_command():
     log = parse_run_log(DRY_RUN)
     assert log.planned == {"mnist_approximants": 1, "mnist_metrics": 1}
-    first, second = log.jobs
+    first, second, target = log.jobs
+    assert (target.rule, target.command) == ("all", None)  # Snakemake prints "None" for a rule without one
     assert (first.rule, first.jobid) == ("mnist_approximants", 0)
     assert first.outputs == ["results/approx/step16.pt", "results/approx/extra.txt"]
     assert first.logs == ["results/logs/approx_step16.log"]
@@ -51,8 +56,8 @@ def test_a_dry_run_gives_each_job_its_files_and_command():
 
 def test_a_job_log_gives_its_last_record(tmp_path):
     """The record as written by hand (the format is the contract with published logs), the last of two
-    wins, a log without one (a failed step) and a missing log give None, and a line of a run made before
-    wall and peak RSS were recorded gives its CPU with NaN for the two."""
+    wins, a log without one (a failed step), a missing log and the CPU-only line of a run made before the
+    record give None."""
     log = tmp_path / "job.log"
     log.write_text("2026-12-07 01:00:00 polyinterp.cli INFO polyinterp a: CPU 1.00 s (user + system, this process "
                    "and its children), wall 2.00 s, peak RSS 3 MB\n"
@@ -66,5 +71,4 @@ def test_a_job_log_gives_its_last_record(tmp_path):
     assert logged_job_seconds(tmp_path / "absent.log") is None
     log.write_text("2026-12-06 10:04:23 polyinterp.cli INFO polyinterp a: CPU 19.50 s (user + system, this process "
                    "and its children)\n")
-    old = logged_job_seconds(log)
-    assert old["cpu_s"] == 19.5 and math.isnan(old["wall_s"]) and math.isnan(old["max_rss_mb"])
+    assert logged_job_seconds(log) is None

@@ -116,16 +116,22 @@ def git_commit(run: Path) -> str:
 
 def rule_seconds(log: RunLog, run: Path) -> dict:
     """Per rule: jobs, Σ wall s and Σ CPU s of its jobs, their peak RSS (MB), from each job's own record
-    (:func:`polyinterp.run_log.logged_job_seconds`; a job without one, rule ``all``, counts no seconds)."""
+    (:func:`polyinterp.run_log.logged_job_seconds`); a job with no log (rule ``all``) counts no seconds, a
+    step's log without its record is refused."""
     out: dict[str, dict] = {}
     for job in log.jobs:
         row = out.setdefault(job.rule, {"jobs": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_rss_mb": 0.0})
         row["jobs"] += 1
-        b = logged_job_seconds(run / job.logs[0]) if job.logs else None
-        if b is not None:
-            row["wall_s"] += b["wall_s"]
-            row["cpu_s"] += b["cpu_s"]
-            row["max_rss_mb"] = max(row["max_rss_mb"], b["max_rss_mb"])
+        if not job.logs:  # rule all and the other target rules run no step
+            continue
+        b = logged_job_seconds(run / job.logs[0])
+        if b is None:
+            raise PublishError(f"{job.logs[0]} (rule {job.rule}) has no job record (the step's last line: CPU, "
+                               f"wall, peak RSS): the run was made before commit 96c1ce1, or its log was changed. "
+                               f"Publish a run of the current code, made from an empty results/.")
+        row["wall_s"] += b["wall_s"]
+        row["cpu_s"] += b["cpu_s"]
+        row["max_rss_mb"] = max(row["max_rss_mb"], b["max_rss_mb"])
     return {rule: {k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}
             for rule, row in sorted(out.items(), key=lambda kv: -kv[1]["wall_s"])}
 

@@ -118,7 +118,7 @@ def parse_run_log(text: str) -> RunLog:
             elif key == "log":
                 job.logs = [v.strip() for v in value.split(",") if v.strip()]
             elif key == "Shell command":
-                job.command = value
+                job.command = None if value == "None" else value  # a rule without one prints None
             elif key == "jobid" and value.isdigit():
                 job.jobid = int(value)
                 by_id[job.jobid] = job
@@ -134,8 +134,8 @@ def parse_run_log(text: str) -> RunLog:
 # last sample (bench/README.md, "Packing: one thread a job" and "Job records instead of Snakemake's
 # benchmark files").
 
-_JOB_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+ system[^)]*\)"
-                       r"(?:, wall ([0-9]+(?:\.[0-9]+)?) s, peak RSS ([0-9]+(?:\.[0-9]+)?) MB)?")
+_JOB_LINE = re.compile(r"polyinterp (\S+): CPU ([0-9]+(?:\.[0-9]+)?) s \(user \+ system[^)]*\), "
+                       r"wall ([0-9]+(?:\.[0-9]+)?) s, peak RSS ([0-9]+(?:\.[0-9]+)?) MB")
 
 
 def process_cpu_seconds() -> float:
@@ -164,8 +164,8 @@ def job_line(step: str, cpu_s: float, wall_s: float, max_rss_mb: float) -> str:
 
 def logged_job_seconds(log: Path) -> dict | None:
     """``wall_s``, ``cpu_s`` and ``max_rss_mb`` of the last :func:`job_line` in ``log``; None where the log
-    is missing or has none (a step that failed, a rule that runs no step). A line written before wall and
-    peak RSS were recorded gives NaN for both."""
+    is missing or has none: a step that failed, or a run made before the record (commit 96c1ce1), whose
+    CPU-only line is not a record (its wall and peak were in Snakemake's benchmark files)."""
     try:
         text = Path(log).read_text(errors="replace")
     except OSError:
@@ -174,5 +174,4 @@ def logged_job_seconds(log: Path) -> dict | None:
     if not found:
         return None
     _, cpu, wall, rss = found[-1]
-    return {"wall_s": float(wall) if wall else float("nan"), "cpu_s": float(cpu),
-            "max_rss_mb": float(rss) if rss else float("nan")}
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "max_rss_mb": float(rss)}
