@@ -146,7 +146,7 @@ def cubic_section_params(section):
 #     conda: CONDA_ENV
 #     shell: STEP
 # The rule names its step (its own name) once, in step_args, and tests/test_dag.py checks that every
-# job's command runs the step of its own rule. No rule declares a Snakemake `benchmark:` file: the step
+# job's command runs the step of its own rule. None declares a Snakemake benchmark file; the step
 # writes its own CPU, wall and peak RSS as the last line of its log (polyinterp.run_log.job_line), which
 # the run-time readers take, and Snakemake's poller of benchmarked jobs cost about 1 CPU s a job in
 # Snakemake's own process (bench/README.md, "Job records instead of Snakemake's benchmark files").
