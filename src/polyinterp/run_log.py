@@ -148,12 +148,35 @@ def process_cpu_seconds() -> float:
 
 def process_peak_rss_mb() -> float:
     """The peak resident memory (MiB) of this process, or of its largest waited-for child where that was
-    larger (getrusage's ``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    larger.
+
+    On Linux this process's own peak is ``VmHWM`` of ``/proc/self/status``, not getrusage's ``ru_maxrss``:
+    the kernel carries ``ru_maxrss`` across ``execve`` (the replaced image's high-water mark is kept), so a
+    step started by fork + exec from a large process (Snakemake, pytest, a shell that execs its last
+    command) would report that process's peak instead of its own. A child's ``ru_maxrss`` (RUSAGE_CHILDREN)
+    carries at most this process's own peak the same way, so the larger of the two stays this process's or
+    its child's. Elsewhere (no ``/proc``) it is ``ru_maxrss`` (KiB on Linux, bytes on macOS)."""
     import resource
     import sys
 
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10)
+    scale = 2 ** 20 if sys.platform == "darwin" else 2 ** 10
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale
+    own = _proc_status_peak_mb()
+    if own is None:
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+    return max(own, children)
+
+
+def _proc_status_peak_mb() -> float | None:
+    """``VmHWM`` of ``/proc/self/status`` in MiB, or None where there is no such line (not Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2 ** 10  # the kernel writes it in kB
+    except OSError:
+        pass
+    return None
 
 
 def job_line(step: str, cpu_s: float, wall_s: float, max_rss_mb: float) -> str:
