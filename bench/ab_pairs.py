@@ -4,9 +4,10 @@
 
 Runs A, B, A, B, ... (``PAIRS`` of each, default 3), each as one child process with its output thrown
 away, and prints a Markdown table: for A and B the median (min–max) of wall seconds (a monotonic clock
-around the child), CPU seconds (user + system of the child and what it waited for, from ``wait4``) and
-peak RSS (MiB, the largest process it waited for), then the medians of the pair-by-pair ratios A/B of
-wall and CPU. Pairing keeps a ratio meaningful when the machine's speed drifts during the call; quote
+around the child), CPU seconds (user + system of the child and what it waited for, from ``wait4``),
+peak RSS (MiB, the largest process it waited for) and, of the CPU, the system seconds (the kernel's work
+for the process: page faults, system calls), then the medians of the pair-by-pair ratios A/B of
+wall, CPU and system. Pairing keeps a ratio meaningful when the machine's speed drifts during the call; quote
 the medians. COMMAND_B is one string split as a shell splits words (``shlex``); neither command gets a
 shell, so one that needs a pipe or a redirection is written ``sh -c '...'``, and environment variables
 go in front as ``env NAME=VALUE ...``. Exits 1 naming the command, and its status or why it could not
@@ -25,7 +26,7 @@ import time
 
 
 def timed(argv: list[str]) -> dict:
-    """Run ``argv`` once as a child; its wall s, CPU s (user + system) and peak RSS MiB."""
+    """Run ``argv`` once as a child; its wall s, CPU s (user + system), peak RSS MiB and system s."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -36,7 +37,7 @@ def timed(argv: list[str]) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"ab_pairs: {shlex.join(argv)} exited with status {proc.returncode}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss / 1024}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss / 1024, "system": usage.ru_stime}
 
 
 def spread(values: list[float], digits: int) -> str:
@@ -71,14 +72,17 @@ def main(argv=None) -> None:
     for _ in range(args.n):
         for name in ("A", "B"):
             runs[name].append(timed(commands[name]))
-    print("| | wall s | CPU s | peak MiB |\n| --- | --- | --- | --- |")
+    print("| | wall s | CPU s | peak MiB | system s |\n| --- | --- | --- | --- | --- |")
     for name in ("A", "B"):
         r = runs[name]
         shown = shlex.join(commands[name]).replace("|", "\\|")  # a pipe would end the table cell
         print(f"| {name}: `{shown}` | {spread([x['wall'] for x in r], 2)} | "
-              f"{spread([x['cpu'] for x in r], 2)} | {spread([x['peak'] for x in r], 0)} |")
-    ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in zip(runs["A"], runs["B"])] for k in ("wall", "cpu")}
-    print(f"| A/B, pair by pair | {spread(ratio['wall'], 3)} | {spread(ratio['cpu'], 3)} | |")
+              f"{spread([x['cpu'] for x in r], 2)} | {spread([x['peak'] for x in r], 0)} | "
+              f"{spread([x['system'] for x in r], 2)} |")
+    ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in zip(runs["A"], runs["B"])]
+             for k in ("wall", "cpu", "system")}
+    print(f"| A/B, pair by pair | {spread(ratio['wall'], 3)} | {spread(ratio['cpu'], 3)} | | "
+          f"{spread(ratio['system'], 3)} |")
     print(f"\n{args.n} pair(s), A then B in each; median (min–max).")
 
 

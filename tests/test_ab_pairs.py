@@ -2,7 +2,8 @@
 to a file, so the order A B A B is seen; the table has a row per command and the pair ratios; a command that
 burns CPU against one that does not has a CPU ratio above 1 (CPU seconds, not wall, so a busy machine does
 not change it); a failing command stops the call with its status, one that cannot start with why; no command,
-an empty or unsplittable B, or no pair is refused with a message."""
+an empty or unsplittable B, or no pair is refused with a message; a command that faults in fresh pages
+has system seconds that one that only starts Python has not."""
 
 from __future__ import annotations
 
@@ -30,6 +31,19 @@ def test_the_commands_run_in_turn_and_the_ratio_is_pair_by_pair(tmp_path):
     cpu_ratio = float(re.match(r"\s*([\d.]+)", rows["A/"].split("|")[3]).group(1))
     assert cpu_ratio > 1
     assert "2 pair(s)" in done.stdout
+
+
+def test_the_system_seconds_are_the_kernels_work(tmp_path):
+    """A command that writes 3 GiB of fresh pages (a page fault per 4 KiB page, the kernel zeroing each)
+    spends far more system time than one that only starts Python; both are part of the CPU column."""
+    a = [sys.executable, "-c", "n = 1 << 28; any(len(b'\\1' * n) == 0 for _ in range(12))"]
+    done = _run("-n", 1, "--vs", f"{sys.executable} -c pass", "--", *a)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[1].strip()[:2]: line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")}
+    number = lambda cell: float(re.match(r"\s*([\d.]+)", cell).group(1))  # noqa: E731
+    system = {k: number(rows[k][5]) for k in ("A:", "B:")}
+    assert system["A:"] > 0.2 and system["A:"] > 5 * system["B:"]
+    assert all(system[k] <= number(rows[k][3]) + 0.01 for k in system)
 
 
 def test_a_failing_command_or_no_command_stops(tmp_path):
