@@ -5,7 +5,8 @@
 Runs A, B, A, B, ... (``PAIRS`` of each, default 3), each as one child process with its output thrown
 away, and prints a Markdown table: for A and B the median (min–max) of wall seconds (a monotonic clock
 around the child), CPU seconds (user + system of the child and what it waited for, from ``wait4``),
-peak RSS (MiB, the largest process it waited for) and, of the CPU, the system seconds (the kernel's work
+peak RSS (MiB, the largest process it waited for; at least this script's own, which Linux carries
+into a child it starts) and, of the CPU, the system seconds (the kernel's work
 for the process: page faults, system calls), then the medians of the pair-by-pair ratios A/B of
 wall, CPU and system. Pairing keeps a ratio meaningful when the machine's speed drifts during the call; quote
 the medians. COMMAND_B is one string split as a shell splits words (``shlex``); neither command gets a
@@ -41,7 +42,11 @@ def timed(argv: list[str]) -> dict:
 
 
 def spread(values: list[float], digits: int) -> str:
-    """``median (min–max)`` of ``values`` at ``digits`` decimals; the one value where there is one."""
+    """``median (min–max)`` of ``values`` at ``digits`` decimals; the one value where there is one; ``–``
+    where no value is a number (a ratio whose B was 0 s)."""
+    values = [v for v in values if v == v]  # NaN, a ratio over 0 s, left out
+    if not values:
+        return "–"
     return (f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
             if len(values) > 1 else f"{values[0]:.{digits}f}")
 

@@ -42,8 +42,8 @@ def test_the_system_seconds_are_the_kernels_work(tmp_path):
     rows = {line.split("|")[1].strip()[:2]: line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")}
     number = lambda cell: float(re.match(r"\s*([\d.]+)", cell).group(1))  # noqa: E731
     system = {k: number(rows[k][5]) for k in ("A:", "B:")}
-    assert system["A:"] > 0.2 and system["A:"] > 5 * system["B:"]
-    assert all(system[k] <= number(rows[k][3]) + 0.01 for k in system)
+    assert system["A:"] > 0.05 and system["A:"] > 5 * system["B:"]
+    assert rows["A/"][5].strip() == "–" if system["B:"] == 0 else number(rows["A/"][5]) > 5  # its ratio
 
 
 def test_a_failing_command_or_no_command_stops(tmp_path):

@@ -152,10 +152,11 @@ def process_peak_rss_mb() -> float:
 
     On Linux this process's own peak is ``VmHWM`` of ``/proc/self/status``, not getrusage's ``ru_maxrss``:
     the kernel carries ``ru_maxrss`` across ``execve`` (the replaced image's high-water mark is kept), so a
-    step started by fork + exec from a large process (Snakemake, pytest, a shell that execs its last
-    command) would report that process's peak instead of its own. A child's ``ru_maxrss`` (RUSAGE_CHILDREN)
-    carries at most this process's own peak the same way, so the larger of the two stays this process's or
-    its child's. Elsewhere (no ``/proc``) it is ``ru_maxrss`` (KiB on Linux, bytes on macOS)."""
+    step started from a large process (Snakemake, pytest, a shell that execs its last command) would report
+    that process's peak (vfork or posix_spawn, as Python's ``subprocess`` starts children) or its RSS at the
+    fork (fork) instead of its own. A child's ``ru_maxrss`` (RUSAGE_CHILDREN) carries at most this
+    process's own peak the same way, so the larger of the two stays this process's or its child's. Where
+    ``/proc/self/status`` has no ``VmHWM`` (not Linux) it is ``ru_maxrss`` (bytes on macOS)."""
     import resource
     import sys
 
