@@ -8,6 +8,7 @@ import yaml
 from workflow_helpers import REPO, SMOKE, merged_config, run_snakemake
 from polyinterp.rules import study_seeds
 from polyinterp.rules import checkpoint_steps
+from polyinterp.run_log import parse_run_log
 
 PAPER = REPO / "workflow" / "configs" / "paper.yaml"
 ARCHITECTURES = REPO / "workflow" / "configs" / "architectures.yaml"
@@ -308,8 +309,6 @@ def test_every_jobs_command_runs_the_step_of_its_own_rule(tmp_path, configfiles)
             assert m.group(1) == rule, line
             checked += 1
     assert checked > 20, proc.stdout[-2000:]
-    from polyinterp.run_log import parse_run_log
-
     commands = [job for job in parse_run_log(proc.stdout).jobs if job.command]
     assert len(commands) == checked
     for job in commands:
