@@ -121,6 +121,55 @@ def test_a_steps_record_has_its_own_peak_memory_not_its_parents(tmp_path):
     assert 200 <= got["max_rss_mb"] < 1024
 
 
+def _run_probe(body: str, tmp_path) -> "subprocess.CompletedProcess":
+    """``cli.run()`` in a fresh interpreter, on a one-step table whose step is ``probe(*, out)``, defined by
+    ``body`` (the function's indented lines); stdout and stderr are pipes, so block-buffered."""
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, sys\n"
+        "from polyinterp import cli\n"
+        "from polyinterp.errors import DataError\n"
+        "from polyinterp.io import atomic_path\n"
+        "def probe(*, out):\n" + body +
+        "cli.step_table = lambda: {'probe': 'anywhere:probe'}\n"
+        "cli.step_function = lambda target: probe\n"
+        f"sys.argv = ['polyinterp', 'probe', '--out', {str(tmp_path / 'out.txt')!r}]\n"
+        "cli.run()\n"
+    )
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_ends_at_its_last_line_with_its_output_whole_and_its_streams_flushed(tmp_path):
+    """``polyinterp`` (cli.run) ends the process without finalisation: an atexit hook the step registered
+    never runs; yet the step's output file is whole, and what it printed, unterminated, into a pipe's
+    buffer, and its record line reach the streams; the status is main's."""
+    done = _run_probe(
+        "    atexit.register(lambda: print('FINALISED', file=sys.stderr))\n"
+        "    with atomic_path(out) as tmp:\n"
+        "        tmp.write_text('x' * 100000)\n"
+        "    sys.stdout.write('y' * 5000)  # no newline: only a flush sends it\n",
+        tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out.txt").read_text() == "x" * 100000
+    assert done.stdout == "y" * 5000
+    assert "polyinterp probe: CPU" in done.stderr
+    assert "FINALISED" not in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left
+
+
+def test_the_command_keeps_its_exit_status_on_a_refusal_and_a_bug(tmp_path):
+    """A step's expected failure (PolyinterpError) is status 2 with its message; an unexpected exception
+    takes Python's usual way out, status 1 and a traceback."""
+    refused = _run_probe("    raise DataError('the file is bad; rerun the rule')\n", tmp_path)
+    assert refused.returncode == 2
+    assert "polyinterp probe: error: the file is bad; rerun the rule" in refused.stderr
+    bug = _run_probe("    raise ZeroDivisionError('a bug')\n", tmp_path)
+    assert bug.returncode == 1
+    assert "Traceback" in bug.stderr and "ZeroDivisionError: a bug" in bug.stderr
+
+
 def test_a_missing_file_argument_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         cli.main(["mnist_mixture", "--data", "x.npz", "--params", "{}"])

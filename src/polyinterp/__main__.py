@@ -1,3 +1,3 @@
-from polyinterp.cli import main
+from polyinterp.cli import run
 
-raise SystemExit(main())
+run()
