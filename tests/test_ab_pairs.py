@@ -3,7 +3,8 @@ to a file, so the order A B A B is seen; the table has a row per command and the
 burns CPU against one that does not has a CPU ratio above 1 (CPU seconds, not wall, so a busy machine does
 not change it); a failing command stops the call with its status, one that cannot start with why; no command,
 an empty or unsplittable B, or no pair is refused with a message; a command that faults in fresh pages
-has system seconds that one that only starts Python has not."""
+has system seconds that one that only starts Python has not; with --log, a step that burns CPU after its
+record line shows it in the columns after the record, and one that leaves no record stops the call."""
 
 from __future__ import annotations
 
@@ -63,3 +64,30 @@ def test_a_failing_command_or_no_command_stops(tmp_path):
     assert "cannot start" in _run("-n", 1, "--vs", "true", "--", str(tmp_path / "no_such_command")).stderr
     assert "--vs is empty" in _run("--vs", "", "--", "true").stderr
     assert "does not split into words" in _run("--vs", "echo 'open", "--", "true").stderr
+
+
+def _step(log, burn_after: int) -> str:
+    """A stand-in step: writes its record line (its own CPU and wall so far) to ``log``, then burns
+    ``burn_after`` loop iterations of CPU."""
+    return (f"import time, resource; from polyinterp.run_log import job_line; t = time.monotonic(); "
+            f"u = resource.getrusage(resource.RUSAGE_SELF); "
+            f"open({str(log)!r}, 'w').write(job_line('probe', u.ru_utime + u.ru_stime, time.monotonic() - t, 10)"
+            f" + '\\n'); sum(i * i for i in range({burn_after}))")
+
+
+def test_the_log_gives_what_each_process_spends_after_its_record_line(tmp_path):
+    """A burns CPU after its record line, B nothing: A's CPU after the record exceeds B's by at least half of
+    the two commands' difference in CPU (CPU seconds, so a busy machine does not change it); the log is read
+    fresh for each run."""
+    log = tmp_path / "step.log"
+    done = _run("-n", 2, "--log", log, "--vs", f"{sys.executable} -c \"{_step(log, 0)}\"", "--",
+                sys.executable, "-c", _step(log, 8_000_000))
+    assert done.returncode == 0, done.stderr
+    rows = _cells(done.stdout)
+    assert "after the record: CPU s" in done.stdout
+    after = {k: _number(rows[k][6]) for k in ("A:", "B:")}
+    cpu = {k: _number(rows[k][3]) for k in ("A:", "B:")}
+    assert after["A:"] > after["B:"] + 0.5 * (cpu["A:"] - cpu["B:"]) > after["B:"], done.stdout
+    # the log is removed before each run: a record already in it does not count for a command that writes none
+    missing = _run("-n", 1, "--log", log, "--vs", "true", "--", "true")
+    assert missing.returncode == 1 and "left no record line in --log" in missing.stderr

@@ -124,6 +124,7 @@ def test_a_steps_record_has_its_own_peak_memory_not_its_parents(tmp_path):
 def _run_probe(body: str, tmp_path) -> "subprocess.CompletedProcess":
     """``cli.run()`` in a fresh interpreter, on a one-step table whose step is ``probe(*, out)``, defined by
     ``body`` (the function's indented lines); stdout and stderr are pipes, so block-buffered."""
+    import os
     import subprocess
     import sys
 
@@ -138,22 +139,24 @@ def _run_probe(body: str, tmp_path) -> "subprocess.CompletedProcess":
         f"sys.argv = ['polyinterp', 'probe', '--out', {str(tmp_path / 'out.txt')!r}]\n"
         "cli.run()\n"
     )
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # it unbuffers C stdio too
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_the_command_ends_at_its_last_line_with_its_output_whole_and_its_streams_flushed(tmp_path):
     """``polyinterp`` (cli.run) ends the process without finalisation: an atexit hook the step registered
-    never runs; yet the step's output file is whole, and what it printed, unterminated, into a pipe's
-    buffer, and its record line reach the streams; the status is main's."""
+    never runs; yet the step's output file is whole, and what it printed into a pipe's buffer (Python's,
+    unterminated, and the C library's) and its record line reach the streams; the status is main's."""
     done = _run_probe(
         "    atexit.register(lambda: print('FINALISED', file=sys.stderr))\n"
         "    with atomic_path(out) as tmp:\n"
         "        tmp.write_text('x' * 100000)\n"
-        "    sys.stdout.write('y' * 5000)  # no newline: only a flush sends it\n",
+        "    sys.stdout.write('y' * 5000)  # no newline: only a flush sends it\n"
+        "    import ctypes; ctypes.CDLL(None).puts(b'from C')  # C stdio, block-buffered into a pipe\n",
         tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out.txt").read_text() == "x" * 100000
-    assert done.stdout == "y" * 5000
+    assert done.stdout == "y" * 5000 + "from C\n"
     assert "polyinterp probe: CPU" in done.stderr
     assert "FINALISED" not in done.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left
@@ -168,6 +171,26 @@ def test_the_command_keeps_its_exit_status_on_a_refusal_and_a_bug(tmp_path):
     bug = _run_probe("    raise ZeroDivisionError('a bug')\n", tmp_path)
     assert bug.returncode == 1
     assert "Traceback" in bug.stderr and "ZeroDivisionError: a bug" in bug.stderr
+
+
+def test_both_forms_of_the_command_are_run(tmp_path):
+    """The ``polyinterp`` script (pyproject's entry point) and ``python -m polyinterp`` (the rules' form) are
+    :func:`cli.run`, not :func:`cli.main`: run as ``__main__``, the module ends before an atexit hook."""
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["polyinterp"] == "polyinterp.cli:run"
+    script = ("import atexit, runpy, sys\n"
+              "atexit.register(lambda: print('FINALISED', file=sys.stderr))\n"
+              "sys.argv = ['polyinterp', '--help']\n"
+              "runpy.run_module('polyinterp', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "usage: polyinterp STEP" in done.stdout
+    assert "FINALISED" not in done.stderr
 
 
 def test_a_missing_file_argument_is_a_usage_error(capsys):

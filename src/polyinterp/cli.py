@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except PolyinterpError as exc:
         print(f"polyinterp {step}: error: {exc}", file=sys.stderr)
         return 2
+    sys.stdout.flush()  # what the step printed lands before its record, which stays the log's last line
     logging.getLogger(__name__).info(  # read back by the run-time readers
         job_line(step, process_cpu_seconds(), time.monotonic() - started, process_peak_rss_mb()))
     return 0
@@ -179,14 +180,25 @@ def run() -> NoReturn:
     then the process ends at once, without the interpreter's finalisation.
 
     When :func:`main` returns, a step's outputs are already whole on disk: each was written to a temporary
-    name, closed and renamed (:func:`polyinterp.io.atomic_path`). What finalisation would still do is tear
-    down torch's thousands of modules and objects and run the loaded libraries' static destructors: about
-    0.6 s of CPU a process after ``import torch`` alone (bench/README, "A step's process ends at its last
-    line"), nothing a run needs. Logging and the standard streams are flushed first. An exception that
-    escapes :func:`main` (a bug: a step's expected failures are :class:`PolyinterpError`) and argparse's
-    exits take Python's usual way out: traceback, status 1 or 2, finalisation."""
+    name, closed and renamed (:func:`polyinterp.io.atomic_path`; the commands ``publish``, ``config_page``
+    and ``results_page`` rename theirs the same way). What finalisation would still do is tear down torch's
+    thousands of modules and objects and run the loaded libraries' static destructors: about 0.6 CPU s a
+    process after ``import torch`` alone (bench/README, "A step's process ends at its last line"), nothing a
+    run needs. Logging, Python's standard streams and the C library's (what a native library printed) are
+    flushed first; a reader that closed the pipe makes the status 120, as Python's own exit does. An
+    exception that escapes :func:`main` (a bug: a step's expected failures are :class:`PolyinterpError`)
+    and argparse's exits (``--help``: 0, a usage error: 2) take Python's usual way out."""
     code = main()
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # e.g. `polyinterp --help | head -1`
+        code = code or 120
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).fflush(None)  # C stdio buffers, which os._exit would drop
+    except (OSError, AttributeError):  # no C library under the process's own name (not a POSIX system)
+        pass
     os._exit(code)
