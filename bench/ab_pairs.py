@@ -35,10 +35,10 @@ import time
 from pathlib import Path
 
 
-def timed(argv: list[str], log: Path | None = None) -> dict:
+def timed(argv: list[str], log: Path | None = None, read_record=None) -> dict:
     """Run ``argv`` once as a child; its wall s, CPU s (user + system), peak RSS MiB and system s; with
     ``log``, also the CPU s and wall s after the record line the child writes there (``after_cpu``,
-    ``after_wall``)."""
+    ``after_wall``), read by ``read_record`` (``polyinterp.run_log.logged_job_seconds``)."""
     if log is not None:
         log.unlink(missing_ok=True)
     start = time.monotonic()
@@ -53,9 +53,7 @@ def timed(argv: list[str], log: Path | None = None) -> dict:
         raise SystemExit(f"ab_pairs: {shlex.join(argv)} exited with status {proc.returncode}")
     out = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss / 1024, "system": usage.ru_stime}
     if log is not None:
-        from polyinterp.run_log import logged_job_seconds  # imported (or refused) before the first run
-
-        record = logged_job_seconds(log)
+        record = read_record(log)
         if record is None:
             raise SystemExit(f"ab_pairs: {shlex.join(argv)} left no record line in --log {log.resolve()}; give "
                              "the log its step writes (the '> LOG' of a bench/one_job.py script)")
@@ -96,9 +94,10 @@ def main(argv=None) -> None:
         raise SystemExit(f"ab_pairs: --vs {args.vs!r} does not split into words ({err})")
     if not command_b:
         raise SystemExit("ab_pairs: --vs is empty; give command B")
+    read_record = None
     if args.log is not None:
         try:
-            import polyinterp.run_log  # noqa: F401  the record's reader, before any run
+            from polyinterp.run_log import logged_job_seconds as read_record
         except ImportError as err:
             raise SystemExit(f"ab_pairs: --log needs the polyinterp package ({err}); run this script with the "
                              "project's Python (.venv/bin/python)")
@@ -106,20 +105,23 @@ def main(argv=None) -> None:
     runs = {"A": [], "B": []}
     for _ in range(args.n):
         for name in ("A", "B"):
-            runs[name].append(timed(commands[name], args.log))
-    after = ["after_cpu", "after_wall"] if args.log else []
-    print("| | wall s | CPU s | peak MiB | system s |" + " after the record: CPU s | after the record: wall s |" * bool(after)
-          + "\n| --- | --- | --- | --- | --- |" + " --- | --- |" * bool(after))
+            runs[name].append(timed(commands[name], args.log, read_record))
+    # (key, heading, decimals, ratio printed?)
+    columns = [("wall", "wall s", 2, True), ("cpu", "CPU s", 2, True), ("peak", "peak MiB", 0, False),
+               ("system", "system s", 2, True)]
+    if args.log is not None:
+        columns += [("after_cpu", "after the record: CPU s", 2, False),
+                    ("after_wall", "after the record: wall s", 2, False)]
+    print("| |" + "".join(f" {heading} |" for _, heading, _, _ in columns))
+    print("| --- |" + " --- |" * len(columns))
     for name in ("A", "B"):
         r = runs[name]
         shown = shlex.join(commands[name]).replace("|", "\\|")  # a pipe would end the table cell
-        print(f"| {name}: `{shown}` | {spread([x['wall'] for x in r], 2)} | "
-              f"{spread([x['cpu'] for x in r], 2)} | {spread([x['peak'] for x in r], 0)} | "
-              f"{spread([x['system'] for x in r], 2)} |" + "".join(f" {spread([x[k] for x in r], 2)} |" for k in after))
-    ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in zip(runs["A"], runs["B"])]
-             for k in ("wall", "cpu", "system")}
-    print(f"| A/B, pair by pair | {spread(ratio['wall'], 3)} | {spread(ratio['cpu'], 3)} | | "
-          f"{spread(ratio['system'], 3)} |" + " | |" * bool(after))
+        print(f"| {name}: `{shown}` |" + "".join(f" {spread([x[k] for x in r], d)} |" for k, _, d, _ in columns))
+    pairs = list(zip(runs["A"], runs["B"]))
+    ratio = {k: [a[k] / b[k] if b[k] else float("nan") for a, b in pairs] for k, _, _, shown in columns if shown}
+    print("| A/B, pair by pair |" + "".join(f" {spread(ratio[k], 3)} |" if k in ratio else " |"
+                                            for k, _, _, _ in columns))
     print(f"\n{args.n} pair(s), A then B in each; median (min–max).")
 
 

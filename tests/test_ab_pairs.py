@@ -69,9 +69,8 @@ def test_a_failing_command_or_no_command_stops(tmp_path):
 def _step(log, burn_after: int) -> str:
     """A stand-in step: writes its record line (its own CPU and wall so far) to ``log``, then burns
     ``burn_after`` loop iterations of CPU."""
-    return (f"import time, resource; from polyinterp.run_log import job_line; t = time.monotonic(); "
-            f"u = resource.getrusage(resource.RUSAGE_SELF); "
-            f"open({str(log)!r}, 'w').write(job_line('probe', u.ru_utime + u.ru_stime, time.monotonic() - t, 10)"
+    return (f"import time; from polyinterp.run_log import job_line, process_cpu_seconds; t = time.monotonic(); "
+            f"open({str(log)!r}, 'w').write(job_line('probe', process_cpu_seconds(), time.monotonic() - t, 10)"
             f" + '\\n'); sum(i * i for i in range({burn_after}))")
 
 

@@ -4,8 +4,13 @@ against its step's parser with exactly the step's arguments, and every step is n
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 from workflow_helpers import run_snakemake
@@ -89,9 +94,6 @@ def test_a_steps_record_has_its_own_peak_memory_not_its_parents(tmp_path):
     interpreter, numpy and the command line are tens of MB), even when the process that starts it holds
     1.5 GiB: Linux carries getrusage's peak across fork + exec, so a step run under pytest or Snakemake
     once recorded its parent's peak (2 244 MB on CI)."""
-    import subprocess
-    import sys
-
     from polyinterp.run_log import logged_job_seconds
 
     step = (
@@ -121,13 +123,9 @@ def test_a_steps_record_has_its_own_peak_memory_not_its_parents(tmp_path):
     assert 200 <= got["max_rss_mb"] < 1024
 
 
-def _run_probe(body: str, tmp_path) -> "subprocess.CompletedProcess":
+def _run_probe(body: str, tmp_path) -> subprocess.CompletedProcess:
     """``cli.run()`` in a fresh interpreter, on a one-step table whose step is ``probe(*, out)``, defined by
     ``body`` (the function's indented lines); stdout and stderr are pipes, so block-buffered."""
-    import os
-    import subprocess
-    import sys
-
     script = (
         "import atexit, sys\n"
         "from polyinterp import cli\n"
@@ -176,11 +174,6 @@ def test_the_command_keeps_its_exit_status_on_a_refusal_and_a_bug(tmp_path):
 def test_both_forms_of_the_command_are_run(tmp_path):
     """The ``polyinterp`` script (pyproject's entry point) and ``python -m polyinterp`` (the rules' form) are
     :func:`cli.run`, not :func:`cli.main`: run as ``__main__``, the module ends before an atexit hook."""
-    import subprocess
-    import sys
-    import tomllib
-    from pathlib import Path
-
     pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
     assert pyproject["project"]["scripts"]["polyinterp"] == "polyinterp.cli:run"
     script = ("import atexit, runpy, sys\n"
