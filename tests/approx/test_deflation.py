@@ -78,6 +78,31 @@ def test_deflated_block_pcg_gives_the_direct_solution_in_fewer_iterations():
     assert defl[1] < plain[1], (defl[1], plain[1])
 
 
+@pytest.mark.parametrize("anchored", [False, True])
+def test_block_pcg_updates_in_place_only_its_own_states(anchored):
+    """The iteration updates its iterate and residual in place: the states it was given (start, its residual,
+    the right-hand side) come back unchanged, with an identity preconditioner (which returns the residual
+    itself) and with anchored updates (whose anchor must stay as it was), and the solution is the direct one."""
+    op, inv = _diagonal_operator()
+    g = torch.Generator().manual_seed(6)
+    rhs = (torch.randn(3, generator=g, dtype=DT), torch.randn(3, D, generator=g, dtype=DT),
+           sym(torch.randn(3, D, D, generator=g, dtype=DT)))
+    x0 = tuple(0.1 * torch.randn(t.shape, generator=g, dtype=DT) for t in rhs)
+    x0 = (x0[0], x0[1], sym(x0[2]))
+    r0 = tuple(b - a for a, b in zip(op(x0), rhs))
+    given = [tuple(t.clone() for t in s) for s in (rhs, x0, r0)]
+    ident = lambda r: r  # noqa: E731
+    x, it, rel, info = block_pcg(op, op, ident, rhs, x0, 1e-12, 200, r0=r0, replace_factor=0.1,
+                                 op_mid=op if anchored else None)
+    for state, before in zip((rhs, x0, r0), given):
+        for t, t0 in zip(state, before):
+            assert torch.equal(t, t0)
+    assert float(rel.max()) <= 1e-12
+    assert info["anchored_residuals" if anchored else "true_residuals"] >= 2
+    for a, b in zip(x, inv(rhs)):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+
+
 def test_deflation_correct_and_project():
     """After ``correct`` the residual is orthogonal to W and x + Δx, r − AΔx stay consistent; after
     ``project`` a direction is A-orthogonal to W."""

@@ -8,7 +8,7 @@ import time
 import torch
 
 from polyinterp.approx.core.device_clock import clock
-from polyinterp.approx.solvers.gram_operator import Theta, add, block_combine, block_inner, cast
+from polyinterp.approx.solvers.gram_operator import Theta, add, add_, block_combine, block_inner, cast, clone
 
 
 STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over two iterations
@@ -77,6 +77,9 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         rel, n_true = relative_residual(R, bnorm), 2
     last_replaced, since_replaced = rel.clone(), []
     X_t, R_t, n_mid, t_mid = X, R, 0, 0.0  # the last float64 pair, the anchor of op_mid's updates
+    # the iteration updates X and R in place (no new state per update: bench/README.md, "The iteration's
+    # updates in place"), so they are copies, neither the caller's x0 and r0 nor the anchor
+    X, R = clone(X), clone(R)
     P = project(precond(low(R)))
     t_true, t_start = 0.0, clock(rhs[-1]) - t_start
     while it < max_iter and not bool((rel <= tol).all()):
@@ -89,8 +92,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         T = (V[:, keep] / lam[keep].sqrt()).to(ddt)
         P, Q = block_combine(P, T), block_combine(Q, T)
         alpha = block_inner(P, low(R))
-        X = add(X, block_combine(P, alpha))
-        R = add(R, block_combine(Q, alpha), -1.0)
+        X = add_(X, block_combine(P, alpha))
+        R = add_(R, block_combine(Q, alpha), -1.0)
         if every:
             # in exact arithmetic R stays orthogonal to W; low-precision products leave components there
             # that the deflated directions can never remove, so they are removed here (k inner products)
@@ -116,10 +119,11 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
                 R = add(rhs, op_hi(X), -1.0)
                 rel, n_true = relative_residual(R, bnorm), n_true + 1
                 X_t, R_t = X, R
+                X, R = clone(X), clone(R)  # the anchor stays as it is while X and R are updated in place
                 t_true += clock(rel) - t0
             last_replaced, since_replaced = rel.clone(), []
         history.append(float(rel.max()))
         Z = project(precond(low(R)))
-        P = add(Z, block_combine(P, -block_inner(Q, Z)))
+        P = add_(block_combine(P, -block_inner(Q, Z)), Z)  # Z + P·C, the sum into the new block
     return X, it, rel, {"history": history, "true_residuals": n_true, "anchored_residuals": n_mid,
                         "start_seconds": t_start, "true_residual_seconds": t_true, "anchored_residual_seconds": t_mid}

@@ -36,6 +36,20 @@ def add(X: Theta, Y: Theta, a: float = 1.0) -> Theta:
     return tuple(x + a * y for x, y in zip(X, Y))
 
 
+def add_(X: Theta, Y: Theta, a: float = 1.0) -> Theta:
+    """X += a·Y in place (X's tensors are overwritten and returned; Y may be of a lower precision): for
+    a = ±1 the same numbers, to the bit, as :func:`add`, without allocating a new state (at MNIST size each
+    is 49 MB of fresh pages)."""
+    for x, y in zip(X, Y):
+        x.add_(y, alpha=a)
+    return X
+
+
+def clone(X: Theta) -> Theta:
+    """A copy of the state X that in-place updates of either leave the other unchanged."""
+    return tuple(x.clone() for x in X)
+
+
 def block_inner(X: Theta, Y: Theta) -> torch.Tensor:
     """[s, t] matrix of inner products between the columns (outputs) of two blocks (tuples of any
     length whose parts have the outputs as leading dimension: (α, β, Γ) or a form (X,))."""
