@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
+from polyinterp.approx.core.approximant import Approximant
+from polyinterp.approx.solvers.form_operator import FormGramOperator, affine_map, form_to_theta, rotate, theta_to_form
 from polyinterp.approx.solvers.gram_operator import GramOperator
 from polyinterp.approx.solvers.joint_diagonal import joint_diagonalize
 from polyinterp.approx.core.mixture import GaussianMixture
@@ -45,6 +46,27 @@ def test_form_and_coefficients_round_trip_and_evaluate_the_same_quadratic():
     xt = torch.cat([torch.ones(7, 1, dtype=DT), x], 1)
     want = a[None] + x @ b.T + torch.einsum("ni,oij,nj->no", x, G, x)
     torch.testing.assert_close(torch.einsum("ni,oij,nj->no", xt, X, xt), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("d, d2", [(5, 5), (5, 3), (3, 5)])
+def test_affine_map_composes_a_form_as_the_quadratic_composed_at_points(d, d2):
+    """The form TᵀJ(θ)T of the map T = affine_map(M, shift) takes at x' the value of g at shift + M x' (direct
+    evaluation), and is the form of Approximant.compose; a rotation after it is the one sandwich by T Q."""
+    g = torch.Generator().manual_seed(5)
+    a, b, G = _theta(3, d, seed=6)
+    M, shift = torch.randn(d, d2, generator=g, dtype=DT), torch.randn(d, generator=g, dtype=DT)
+    T = affine_map(M, shift)
+    X = rotate(theta_to_form((a, b, G)), T)
+    xp = torch.randn(9, d2, generator=g, dtype=DT)
+    x = shift + xp @ M.T
+    want = a[None] + x @ b.T + torch.einsum("ni,oij,nj->no", x, G, x)
+    xt = torch.cat([torch.ones(9, 1, dtype=DT), xp], 1)
+    torch.testing.assert_close(torch.einsum("ni,oij,nj->no", xt, X, xt), want, rtol=1e-11, atol=1e-11)
+    c = Approximant(a, b, G, {}).compose(M, shift)
+    for got, ref in zip(form_to_theta(X), (c.alpha, c.beta, c.gamma)):
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-11)
+    Q = torch.linalg.qr(torch.randn(d2 + 1, d2 + 1, generator=g, dtype=DT))[0]
+    torch.testing.assert_close(rotate(theta_to_form((a, b, G)), T @ Q), rotate(X, Q), rtol=1e-11, atol=1e-11)
 
 
 @pytest.mark.parametrize("rotated", [False, True])

@@ -44,7 +44,8 @@ from polyinterp.approx.solvers.block_pcg import block_pcg, relative_residual
 from polyinterp.approx.solvers.deflation import Deflation
 from polyinterp.approx.core.device_clock import clock
 from polyinterp.approx.core.errors import ApproxInputError
-from polyinterp.approx.solvers.form_operator import FormGramOperator, form_to_theta, rotate, theta_to_form
+from polyinterp.approx.solvers.form_operator import (FormGramOperator, affine_map, form_to_theta, rotate,
+                                                     theta_to_form)
 from polyinterp.approx.solvers.gram_operator import Theta, add, block_inner, cast
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.solvers.precision import resolve_inner_dtype
@@ -164,8 +165,10 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
     x0, start, r0 = to_q((mm.alpha, mm.beta, mm.gamma)), "moment_matched", None
     if warm_start is not None:
         # keep the warm start only if its residual beats the moment-matched start's
-        ws = warm_start.to(mixture.device, mixture.dtype).quadratic().compose(W.M, W.shift)
-        x_ws = to_q((ws.alpha, ws.beta, ws.gamma))
+        # the warm start in whitened coordinates and the basis Q at once: one sandwich by T Q, T the whitening's
+        # affine map on x̃ (instead of composing, then rotating)
+        ws = warm_start.to(mixture.device, mixture.dtype).quadratic()
+        x_ws = (rotate(theta_to_form((ws.alpha, ws.beta, ws.gamma)), affine_map(W.M, W.shift) @ Q),)
         if warm_start_model is not None:
             prev = warm_start_model.to(mixture.device, mixture.dtype).affine(W.M, W.shift)
             mm_prev = quadratic_gaussian(prev, zero, eye)
@@ -185,8 +188,8 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
                                    replace_factor=REPLACE_FACTOR.get(resolved, 0.1), direction_dtype=directions,
                                    op_mid=op_mid)
     t_pcg = clock(Q) - t_start
-    g = Approximant(*form_to_theta(rotate(xq[0], Q.T)), {})  # back from the basis Q (Γ symmetrised)
-    out = g.compose(W.P, -(W.P @ W.shift))
+    # back from the basis Q and to the original coordinates, x' = P(x − shift), in one sandwich (Γ symmetrised)
+    out = Approximant(*form_to_theta(rotate(xq[0], Q.T @ affine_map(W.P, -(W.P @ W.shift)))), {})
     return dataclasses.replace(out, fit_info={
         "method": "exact", "degree": 2, "iterations": it, "residual": float(rel.max()), "tol": tol,
         "converged": bool((rel <= tol).all()), "seconds": time.perf_counter() - t0, "start": start,

@@ -45,6 +45,18 @@ def rotate(X: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
     return Q.T @ X @ Q
 
 
+def affine_map(M: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """T [d + 1, d' + 1] with x̃ = T x̃' for x = shift + M x' (M [d, d'], shift [d]): the form of
+    x' ↦ g(shift + M x') is TᵀXT (:meth:`~polyinterp.approx.core.approximant.Approximant.compose` on forms), and
+    a change of coordinates followed by a rotation Q is the single sandwich ``rotate(X, T @ Q)``."""
+    d, d2 = M.shape
+    T = M.new_zeros(d + 1, d2 + 1)
+    T[0, 0] = 1.0
+    T[1:, 0] = shift
+    T[1:, 1:] = M
+    return T
+
+
 PAD = 32
 
 
