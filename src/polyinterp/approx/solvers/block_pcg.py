@@ -18,6 +18,11 @@ def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
     return torch.diagonal(block_inner(R, R)).clamp_min(0).sqrt() / bnorm
 
 
+def _own(S: Theta, like: Theta) -> Theta:
+    """A copy of the state S in the precision of ``like``'s parts, for the iteration to update in place."""
+    return tuple(s.to(dtype=t.dtype, copy=True) for s, t in zip(S, like))
+
+
 def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter: int, replace_factor: float = 0.1,
               r0: Theta | None = None, deflation=None, direction_dtype: torch.dtype | None = None, op_mid=None):
     """Solve A X = rhs column by column in the joint Krylov space of all columns.
@@ -36,7 +41,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     same residual to that round-off, at the price of an ``op_mid`` product instead of a float64 one).
     Convergence, ``max_iter`` and stall restarts still take a float64 residual, which becomes the next anchor.
     Default None: every reliable update is a float64 residual.
-    ``r0``: the residual of ``x0`` when the caller has it already. ``deflation``: a
+    ``r0``: the residual of ``x0`` when the caller has it already (neither ``x0`` nor ``r0`` is modified: the
+    iteration updates its own copies in place). ``deflation``: a
     :class:`~polyinterp.approx.solvers.deflation.Deflation` or
     :class:`~polyinterp.approx.solvers.coarse_space.SubspaceDeflation` (coarse correction of the start, search
     directions projected A-orthogonal to its space; the residual's part in that space, which low-precision
@@ -77,9 +83,10 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         rel, n_true = relative_residual(R, bnorm), 2
     last_replaced, since_replaced = rel.clone(), []
     X_t, R_t, n_mid, t_mid = X, R, 0, 0.0  # the last float64 pair, the anchor of op_mid's updates
-    # the iteration updates X and R in place (no new state per update: bench/README.md, "The iteration's
-    # updates in place"), so they are copies, neither the caller's x0 and r0 nor the anchor
-    X, R = clone(X), clone(R)
+    # the iteration updates X and R in place (no new state per update: bench/README.md, "The exact fit's fixed
+    # cost"), so they are copies, neither the caller's x0 and r0 nor the anchor, in the right-hand side's
+    # precision (as X + A·P was when a start of lower precision was given)
+    X, R = _own(X, rhs), _own(R, rhs)
     P = project(precond(low(R)))
     t_true, t_start = 0.0, clock(rhs[-1]) - t_start
     while it < max_iter and not bool((rel <= tol).all()):
@@ -119,7 +126,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
                 R = add(rhs, op_hi(X), -1.0)
                 rel, n_true = relative_residual(R, bnorm), n_true + 1
                 X_t, R_t = X, R
-                X, R = clone(X), clone(R)  # the anchor stays as it is while X and R are updated in place
+                if op_mid is not None:  # only anchored updates read the anchor: it stays as it is
+                    X, R = clone(X), clone(R)
                 t_true += clock(rel) - t0
             last_replaced, since_replaced = rel.clone(), []
         history.append(float(rel.max()))

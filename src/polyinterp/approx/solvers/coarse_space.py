@@ -138,7 +138,8 @@ class SubspaceDeflation:
         self.Bw_lo = self.Bw.to(product_dtype or M.dtype)
         # the same with its K·p columns zero-padded to a multiple of PAD, for the first GEMM of _restrict_image (an
         # output width such as 970 = 10·97 is slow: 0.21 s against 0.13 s at 992, f32 at MNIST size, one thread,
-        # bench/README.md "The coarse projection's GEMM padded"); the padded columns are cut off its result
+        # bench/README.md "The exact fit's fixed cost"); the padded columns are cut off its result (the slice's
+        # reshape copies o·n·K·p entries, inside that measurement); the same numbers to round-off
         pad = -self.Bw_lo.shape[1] % PAD
         self.Bw_lo_padded = torch.nn.functional.pad(self.Bw_lo, (0, pad)) if pad else self.Bw_lo
         self.N = W.T @ self.B  # [K, p, p]
