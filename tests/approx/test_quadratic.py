@@ -154,6 +154,11 @@ def test_warm_start_and_inner_precision(random_model, random_mixture):
     assert quadratic_approximant(model, mix, tol=1e-9, warm_start=far).fit_info["start"].startswith("moment_matched")
     torch.testing.assert_close(warm.gamma, cold.gamma, rtol=1e-6, atol=1e-8)
     assert torch.allclose(cold.gamma, cold.gamma.transpose(1, 2))
+    # each coefficient is a tensor of its own, not a view into the solver's form: a saved approximant holds
+    # its own values only, laid out as they are read
+    for fit in (cold, warm):
+        for t in (fit.alpha, fit.beta, fit.gamma):
+            assert t.is_contiguous() and t.untyped_storage().nbytes() == t.numel() * t.element_size()
 
 
 def test_bfloat16_products_meet_the_float64_tolerance_with_anchored_updates(random_model, random_mixture):

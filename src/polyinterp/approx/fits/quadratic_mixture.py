@@ -188,8 +188,10 @@ def quadratic_mixture(model, mixture: GaussianMixture, *, tol: float = 1e-6, max
                                    replace_factor=REPLACE_FACTOR.get(resolved, 0.1), direction_dtype=directions,
                                    op_mid=op_mid)
     t_pcg = clock(Q) - t_start
-    # back from the basis Q and to the original coordinates, x' = P(x − shift), in one sandwich (Γ symmetrised)
-    out = Approximant(*form_to_theta(rotate(xq[0], Q.T @ affine_map(W.P, -(W.P @ W.shift)))), {})
+    # back from the basis Q and to the original coordinates, x' = P(x − shift), in one sandwich (Γ symmetrised);
+    # α, β, Γ as tensors of their own, not views into the form (which a saved file would carry whole)
+    out = Approximant(*(t.contiguous() for t in form_to_theta(rotate(xq[0], Q.T @ affine_map(W.P, -(W.P @ W.shift))))),
+                      {})
     return dataclasses.replace(out, fit_info={
         "method": "exact", "degree": 2, "iterations": it, "residual": float(rel.max()), "tol": tol,
         "converged": bool((rel <= tol).all()), "seconds": time.perf_counter() - t0, "start": start,
