@@ -187,7 +187,7 @@ def run() -> NoReturn:
     run needs. Logging, Python's standard streams and the C library's (what a native library printed) are
     flushed first; a reader that closed the pipe makes the status 120, as Python's own exit does. An
     exception that escapes :func:`main` (a bug: a step's expected failures are :class:`PolyinterpError`)
-    and argparse's exits (``--help``: 0, a usage error: 2) take Python's usual way out."""
+    and argparse's exits (a step's ``--help``: 0, a usage error: 2) take Python's usual way out."""
     code = main()
     logging.shutdown()
     try:

@@ -61,19 +61,19 @@ def test_affine_map_composes_a_form_as_the_quadratic_composed_at_points(d, d2):
     x = shift + xp @ M.T
     want = a[None] + x @ b.T + torch.einsum("ni,oij,nj->no", x, G, x)
     xt = torch.cat([torch.ones(9, 1, dtype=DT), xp], 1)
-    torch.testing.assert_close(torch.einsum("ni,oij,nj->no", xt, X, xt), want, rtol=1e-11, atol=1e-11)
+    torch.testing.assert_close(torch.einsum("ni,oij,nj->no", xt, X, xt), want, rtol=1e-12, atol=1e-12)
     c = Approximant(a, b, G, {}).compose(M, shift)
     for got, ref in zip(form_to_theta(X), (c.alpha, c.beta, c.gamma)):
-        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-11)
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
     Q = torch.linalg.qr(torch.randn(d2 + 1, d2 + 1, generator=g, dtype=DT))[0]
-    torch.testing.assert_close(rotate(theta_to_form((a, b, G)), T @ Q), rotate(X, Q), rtol=1e-11, atol=1e-11)
+    torch.testing.assert_close(rotate(theta_to_form((a, b, G)), T @ Q), rotate(X, Q), rtol=1e-12, atol=1e-12)
     # and back: a form in the basis Q, rotated back by Q and composed with x' = shift + M x'', is one sandwich
     # by Qᵀ T (the exact fit's way back to the original coordinates)
     Xq = rotate(X, Q)
     M2, shift2 = torch.randn(d2, d, generator=g, dtype=DT), torch.randn(d2, generator=g, dtype=DT)
     back = Approximant(*form_to_theta(rotate(Xq, Q.T)), {}).compose(M2, shift2)
     for got, ref in zip(form_to_theta(rotate(Xq, Q.T @ affine_map(M2, shift2))), (back.alpha, back.beta, back.gamma)):
-        torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-9)
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)  # measured: ≤ 2.1e-14 on entries up to 97
 
 
 @pytest.mark.parametrize("rotated", [False, True])

@@ -8,7 +8,7 @@ import time
 import torch
 
 from polyinterp.approx.core.device_clock import clock
-from polyinterp.approx.solvers.gram_operator import Theta, add, add_, block_combine, block_inner, cast, clone
+from polyinterp.approx.solvers.gram_operator import Theta, add, add_, block_combine, block_inner, cast
 
 
 STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over two iterations
@@ -19,7 +19,8 @@ def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
 
 
 def _own(S: Theta, like: Theta) -> Theta:
-    """A copy of the state S in the precision of ``like``'s parts, for the iteration to update in place."""
+    """A copy of the state S in the precision of ``like``'s parts, for the iteration to update in place (in-place
+    updates of the copy leave S unchanged)."""
     return tuple(s.to(dtype=t.dtype, copy=True) for s, t in zip(S, like))
 
 
@@ -127,7 +128,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
                 rel, n_true = relative_residual(R, bnorm), n_true + 1
                 X_t, R_t = X, R
                 if op_mid is not None:  # only anchored updates read the anchor: it stays as it is
-                    X, R = clone(X), clone(R)
+                    X, R = _own(X, rhs), _own(R, rhs)
                 t_true += clock(rel) - t0
             last_replaced, since_replaced = rel.clone(), []
         history.append(float(rel.max()))

@@ -45,11 +45,6 @@ def add_(X: Theta, Y: Theta, a: float = 1.0) -> Theta:
     return X
 
 
-def clone(X: Theta) -> Theta:
-    """A copy of the state X that in-place updates of either leave the other unchanged."""
-    return tuple(x.clone() for x in X)
-
-
 def block_inner(X: Theta, Y: Theta) -> torch.Tensor:
     """[s, t] matrix of inner products between the columns (outputs) of two blocks (tuples of any
     length whose parts have the outputs as leading dimension: (α, β, Γ) or a form (X,))."""
