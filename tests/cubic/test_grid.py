@@ -248,6 +248,43 @@ def test_batched_saes_are_each_fitted_as_alone_through_every_auxk_case(monkeypat
         batched_sae.train_saes(flat, params, 3, torch.device("cpu"), ["set 0", "set 1", "set 2"])
 
 
+def test_batched_auxk_losses_select_only_where_a_row_has_more_positive_dead_than_aux_k():
+    """Four SAEs' AuxK losses at once against a torch.topk selection among each one's dead latents (an
+    independent route): none dead; more dead than aux_k with at most aux_k positive per row (no selection
+    needed); more dead with rows of more positive (selected); at most aux_k dead. Loss and gradient
+    equal to round-off (bit for bit on the CPU; a wrong selection moves the loss by a tenth or more)."""
+    g = torch.Generator().manual_seed(11)
+    P, n, d, m, aux_k = 4, 50, 5, 10, 3
+    sae = batched_sae.BatchedTopKSAE(P, d, m, 2)
+    sae.init_weights(g, torch.zeros(P, d))
+    residual = torch.randn(P, n, d, generator=g)
+    dead = torch.zeros(P, m, dtype=torch.bool)
+    dead[1, :7] = dead[2, 2:9] = True
+    dead[3, [1, 4]] = True
+    base = torch.randn(P, n, m, generator=g)
+    base[1, :, :7] = base[1, :, :7].abs() * torch.where(torch.rand(n, 7, generator=g).argsort(1) < 2, 1.0, -1.0)
+    base[2, :, 2:9] = base[2, :, 2:9].abs()  # 7 positive dead in every row
+    pre1, pre2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+    got = batched_sae.auxk_losses(sae, pre1, residual, dead, aux_k)
+    want = []
+    for p in range(P):
+        if not dead[p].any():
+            want.append(pre2.new_zeros(()))
+            continue
+        masked = pre2[p].masked_fill(~dead[p], float("-inf"))
+        vals, idx = masked.topk(min(aux_k, int(dead[p].sum())), dim=-1)
+        z = torch.zeros_like(masked).scatter(-1, idx, torch.relu(vals))
+        recon = z @ sae.W_dec[p].detach().T
+        r = residual[p]
+        want.append((r - recon).pow(2).sum(-1).mean() / (r - r.mean(0)).pow(2).sum(-1).mean())
+    want = torch.stack(want)
+    torch.testing.assert_close(got.detach(), want.detach(), rtol=1e-6, atol=0)
+    assert bool((got[1:] > 0).all())
+    got.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(pre1.grad, pre2.grad, rtol=1e-6, atol=1e-9)
+
+
 def test_batched_networks_stay_apart_and_errors_name_the_point():
     """A diverging network (its target overflows float32) is named alone and leaves the others'
     training as it would be without it; a constant target is refused naming its polynomial."""

@@ -155,6 +155,54 @@ def test_topk_relu_with_ties_nan_or_masked_rows_matches_torch_topk():
             torch.testing.assert_close(topk_relu(pre, k), _topk_relu_reference(pre, k), rtol=0, atol=0, equal_nan=True)
 
 
+def test_topk_relu_at_the_dtypes_extremes_matches_torch_topk():
+    """The mask lowers each knocked-out maximum by the dtype's largest value; rows near that value, with
+    infinities or subnormals still give topk's numbers and gradient (or topk decides)."""
+    big = torch.finfo(torch.float32).max
+    pre = torch.tensor([[big, -big, 0.5 * big, -0.5 * big, 1.0, -1.0],
+                        [-big, -big * 0.9, -big * 0.8, -big * 0.7, -big * 0.6, -big * 0.5],
+                        [float("inf"), 1.0, 2.0, 3.0, float("-inf"), 0.0],
+                        [1e-45, 2e-45, 3e-45, 0.0, -1e-45, 4e-45],
+                        [3.0, 2.0, 1.0, 0.5, 0.25, 0.125]])
+    w = torch.arange(1.0, 31.0).reshape(5, 6)
+    for k in (1, 2, 3, 4):
+        for rows in (pre, pre[:2], pre[1:2], pre[3:]):
+            p1, p2 = rows.clone().requires_grad_(), rows.clone().requires_grad_()
+            z1, z2 = topk_relu(p1, k), _topk_relu_reference(p2, k)
+            assert torch.equal(z1, z2), (k, rows)
+            (z1 * w[: len(rows)]).sum().backward()
+            (z2 * w[: len(rows)]).sum().backward()
+            assert torch.equal(p1.grad, p2.grad), (k, rows)
+
+
+@pytest.mark.parametrize("positive_dead", [2, 5])
+def test_auxk_with_more_dead_than_aux_k_matches_topk_selection(positive_dead):
+    """More dead latents than aux_k: with at most aux_k positive among a row's dead pre-activations the
+    selection is skipped, with more it is made; either way the loss and gradient are topk's, bit for bit."""
+    g = torch.Generator().manual_seed(7)
+    sae = TopKSAE(6, 12, 2)
+    sae.init_weights(g)
+    x = torch.randn(200, 6, generator=g)
+    resid = (x - sae(x)).detach()
+    dead = torch.zeros(12, dtype=torch.bool)
+    dead[[0, 2, 3, 4, 7, 9, 11]] = True  # 7 dead, aux_k 3
+    base = sae.pre(x).detach()
+    # in every row, exactly `positive_dead` dead pre-activations are positive
+    order = torch.rand(200, 7, generator=g).argsort(1)
+    sign = torch.where(order < positive_dead, 1.0, -1.0)
+    base[:, dead] = base[:, dead].abs() * sign
+    pre1, pre2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+    loss = auxk_loss(sae, pre1, resid, dead, aux_k=3)
+    z = torch.nan_to_num(_topk_relu_reference(pre2.masked_fill(~dead, float("-inf")), 3), neginf=0.0)
+    recon = z @ sae.W_dec.detach().T
+    ref = (resid - recon).pow(2).sum(-1).mean() / (resid - resid.mean(0)).pow(2).sum(-1).mean()
+    assert float(loss.detach()) == float(ref.detach()) > 0
+    loss.backward()
+    ref.backward()
+    assert torch.equal(pre1.grad, pre2.grad)
+    assert bool((pre1.grad[:, dead] != 0).any()) and bool((pre1.grad[:, ~dead] == 0).all())
+
+
 def test_auxk_shortcut_when_all_dead_fit_matches_topk_selection():
     g = torch.Generator().manual_seed(6)
     sae = TopKSAE(6, 12, 2)

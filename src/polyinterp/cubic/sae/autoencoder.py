@@ -48,25 +48,30 @@ _MASK_ROWS = 4096  # rows per block of the mask selection (keeps the working cop
 
 
 def _topk_mask(pre: torch.Tensor, k: int) -> torch.Tensor | None:
-    """Boolean mask of the k largest entries of each row of a 2-D tensor, or None when some row has a
-    tie at its k-th largest value or a NaN (then the selection is left to ``torch.topk``).
+    """Mask of the k largest entries of each row of a 2-D tensor, in ``pre``'s dtype (1 on them, 0
+    elsewhere), or None when some row has no k entries above all its others (a tie at its k-th largest
+    value, a NaN, an infinity): then ``torch.topk`` decides.
 
-    k − 1 rounds knock out each row's maximum; the row's k-th largest value is then its maximum. It
-    uses only vectorised max/compare/fill passes, about twice as fast on the CPU as ``torch.topk``
-    for the SAE's 64-wide rows. A row without NaN keeps at least k entries, exactly k unless a round
-    knocked out tied values or the k-th value is tied; so "no NaN threshold and k·n entries in all"
-    holds exactly when every row's mask is its top-k set.
+    k − 1 rounds lower each row's maximum by the dtype's largest value, below every other entry; the
+    row's k-th largest value is then its maximum, and the mask marks the entries at or above it. Only
+    float passes (sign, add, max): on the CPU a comparison or a boolean mask costs four to five times a
+    float pass over the SAE's 64-wide rows (bench/README.md, "The SAE's step without boolean
+    temporaries"), and ``torch.topk`` about ten times this whole selection. Whatever the rounds did, a
+    row whose mask holds exactly k entries holds k entries at or above a value that every other entry
+    is below: its top-k set. That is checked row by row, so the mask is never wrong, only sometimes
+    None.
     """
-    masks, nan = [], False
+    lower = torch.finfo(pre.dtype).max
+    masks = []
     for block in pre.split(_MASK_ROWS):
         work = block.clone()
         for _ in range(k - 1):
-            work.masked_fill_(work >= work.amax(-1, keepdim=True), float("-inf"))
-        kth = work.amax(-1, keepdim=True)  # NaN exactly for the rows that hold a NaN
-        nan = nan or bool(kth.isnan().any())
-        masks.append(block >= kth)
+            at_max = (work - work.amax(-1, keepdim=True)).sign_().add_(1)  # 1 at the row's maximum, 0 below
+            work.sub_(at_max, alpha=lower)
+        # 1 where block ≥ the k-th largest (the sign of the difference is exact), 0 below, NaN with a NaN
+        masks.append((block - work.amax(-1, keepdim=True)).sign_().add_(1).clamp_(max=1))
     keep = masks[0] if len(masks) == 1 else torch.cat(masks)
-    return None if nan or int(keep.sum()) != k * pre.shape[0] else keep
+    return keep if bool((keep.sum(-1) == k).all()) else None
 
 
 def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
@@ -77,6 +82,12 @@ def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
             return torch.relu(pre) * keep  # same numbers (and gradient) as the topk/scatter below
     vals, idx = pre.topk(k, dim=-1)
     return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
+
+
+def at_most_positive(z: torch.Tensor, n: int) -> bool:
+    """Whether no row of ``z`` (≥ 0, e.g. ReLU of pre-activations) has more than ``n`` positive
+    entries (False with a NaN)."""
+    return bool(z.detach().sign().sum(-1).amax() <= n)
 
 
 @torch.no_grad()
@@ -166,11 +177,12 @@ def auxk_loss(sae: TopKSAE, pre: torch.Tensor, residual: torch.Tensor, dead: tor
     n_dead = int(dead.sum())
     if n_dead == 0:
         return pre.new_zeros(())
-    if n_dead <= aux_k:
-        # Every dead latent is among the top aux_k: no selection needed (same numbers as topk, far cheaper).
-        z = torch.relu(pre) * dead
-    else:
-        z = topk_relu(pre.masked_fill(~dead, float("-inf")), aux_k)  # aux_k < n_dead: only dead latents win
+    # Where a row has at most aux_k positive pre-activations among its dead latents, they are all among
+    # its top aux_k dead ones, and the others chosen there have ReLU 0 and no gradient: the selection
+    # changes nothing, the same numbers and gradient as topk, far cheaper (always so with n_dead <= aux_k).
+    z = torch.relu(pre) * dead.to(pre.dtype)
+    if n_dead > aux_k and not at_most_positive(z, aux_k):
+        z = topk_relu(pre.masked_fill(~dead, float("-inf")), aux_k)  # only dead latents win
     recon = z @ sae.W_dec.T
     denom = (residual - residual.mean(0)).pow(2).sum(-1).mean().clamp_min(1e-12)
     return (residual - recon).pow(2).sum(-1).mean() / denom
@@ -230,7 +242,9 @@ def train_sae(x: torch.Tensor, params: dict, seed: int, device=torch.device("cpu
         z = topk_relu(pre, k)
         recon = sae.decode(z)
         mse = (recon - xb).pow(2).sum(-1).mean() / var
-        fired = (z > 0).any(0)
+        # z >= 0: (z > 0).any(0) in one float pass (a boolean one costs twenty times more; they differ
+        # only where z holds a NaN, and a NaN ends the fit as diverged at the next log step)
+        fired = z.detach().amax(0) > 0
         since_fired += bs
         since_fired.masked_fill_(fired, 0)
         dead = since_fired >= params["dead_threshold"]

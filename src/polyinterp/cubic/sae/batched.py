@@ -106,6 +106,10 @@ def auxk_losses(sae: BatchedTopKSAE, pre: torch.Tensor, residual: torch.Tensor, 
     w_dec = sae.W_dec if every else sae.W_dec.index_select(0, some)
     chosen = dead[some].unsqueeze(1).to(pre.dtype)  # [S, 1, m]: all dead latents, every row
     many = (n_dead[some] > aux_k).nonzero().flatten()
+    if len(many):  # as in auxk_loss: a selection only for an SAE with a row of more than aux_k positive dead
+        with torch.no_grad():
+            positive = (torch.relu(pre_s.detach()[many]) * chosen[many]).sign_().sum(-1).amax(-1)
+        many = many[~(positive <= aux_k)]  # NaN: selected, as before
     if len(many):  # rows' own top aux_k among the dead latents
         with torch.no_grad():
             masked = pre_s.detach()[many].masked_fill(chosen[many] == 0, float("-inf"))
