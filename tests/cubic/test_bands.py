@@ -37,6 +37,38 @@ def test_slope_r2_peaks_at_the_planted_c_and_is_nan_for_constants():
     assert torch.isnan(r2[:, 1]).all()
 
 
+def test_slope_r2_on_sparse_codes_against_dense_sums_and_a_bucket_loop():
+    """TopK-like codes (most entries exactly 0, a few empty buckets): slope_r2, which sums only the nonzero
+    entries, equals the dense bucket sums of every entry bit for bit, and a per-bucket numpy loop to 1e-12."""
+    g = torch.Generator().manual_seed(9)
+    n_tr, n_ho, m, buckets = 3000, 1000, 6, 40
+    xa = torch.rand(n_tr + n_ho, 2, generator=g, dtype=torch.float64) * 4 - 2
+    xa[1] = torch.tensor([10.0, 0.0], dtype=torch.float64)  # u = 10 at every c: empty buckets between 3 and 10
+    z = torch.relu(torch.randn(n_tr + n_ho, m, generator=g)) * (torch.rand(n_tr + n_ho, m, generator=g) < 0.15)
+    z[:, 4] = 0.0
+    z[0, 4] = 1.0  # a latent that fires once in training, never held out: NaN
+    cs = [-0.7, 0.0, 0.33]
+    r2 = slope_r2(xa[:n_tr], z[:n_tr], xa[n_tr:], z[n_tr:], cs, buckets)
+    zt, zh = z[:n_tr].double(), z[n_tr:].double()
+    for i, c in enumerate(cs):
+        u_tr, u_ho = xa[:n_tr, 0] + c * xa[:n_tr, 1], xa[n_tr:, 0] + c * xa[n_tr:, 1]
+        lo, hi = float(u_tr.min()), float(u_tr.max())
+        b_tr = ((u_tr - lo) / (hi - lo) * buckets).long().clamp_(0, buckets - 1)
+        b_ho = ((u_ho - lo) / (hi - lo) * buckets).long().clamp_(0, buckets - 1)
+        dense = torch.zeros(buckets, m, dtype=torch.float64).index_add_(0, b_tr, zt)
+        cnt = torch.bincount(b_tr, minlength=buckets).double()
+        assert bool((cnt == 0).any())
+        means = torch.where(cnt[:, None] > 0, dense / cnt.clamp_min(1)[:, None], zt.mean(0)[None, :])
+        want = 1 - (zh - means[b_ho]).pow(2).sum(0) / (zh - zh.mean(0)).pow(2).sum(0)
+        want[4] = float("nan")
+        assert torch.equal(r2[i].isnan(), want.isnan()) and torch.equal(r2[i][~want.isnan()], want[~want.isnan()])
+        zt_np, zh_np, bt, bh = zt.numpy(), zh.numpy(), b_tr.numpy(), b_ho.numpy()
+        for j in (0, 1, 5):
+            pred = np.array([zt_np[bt == b, j].mean() if (bt == b).any() else zt_np[:, j].mean() for b in range(buckets)])
+            loop = 1 - ((zh_np[:, j] - pred[bh]) ** 2).sum() / ((zh_np[:, j] - zh_np[:, j].mean()) ** 2).sum()
+            assert float(r2[i, j]) == pytest.approx(loop, rel=1e-12, abs=1e-12)
+
+
 def test_structure_tensor_recovers_direction_and_coherence():
     xs, as_ = np.linspace(-2, 2, 81), np.linspace(-2, 2, 81)
     A, X = np.meshgrid(as_, xs, indexing="ij")

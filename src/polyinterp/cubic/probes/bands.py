@@ -148,17 +148,26 @@ def slope_r2(xa_tr: torch.Tensor, z_tr: torch.Tensor, xa_ho: torch.Tensor, z_ho:
     mean_tr = z_tr.mean(0)
     sst = (z_ho - z_ho.mean(0)).pow(2).sum(0)
     out = torch.empty(len(cs), m, dtype=torch.float64)
+    # The bucket sums of z_tr over its nonzero entries alone, taken in row order: each sum adds the same
+    # terms in the same order as over every entry (a zero added to a sum that starts at +0 changes nothing),
+    # so the same numbers, for a sixteenth of the additions with TopK codes (4 of 64 latents nonzero).
+    rows, cols = z_tr.nonzero(as_tuple=True)
+    vals = z_tr[rows, cols]
+    x_tr, a_tr, x_ho, a_ho = (t.double() for t in (xa_tr[:, 0], xa_tr[:, 1], xa_ho[:, 0], xa_ho[:, 1]))
+    resid = torch.empty_like(z_ho)
     for i, c in enumerate(cs):
-        u_tr = xa_tr[:, 0].double() + float(c) * xa_tr[:, 1].double()
-        u_ho = xa_ho[:, 0].double() + float(c) * xa_ho[:, 1].double()
+        u_tr = x_tr + float(c) * a_tr
+        u_ho = x_ho + float(c) * a_ho
         lo, hi = float(u_tr.min()), float(u_tr.max())
         idx_tr = _bucket_index(u_tr, lo, hi, n_buckets)
         idx_ho = _bucket_index(u_ho, lo, hi, n_buckets)
-        sums = torch.zeros(n_buckets, m, dtype=torch.float64).index_add_(0, idx_tr, z_tr)
+        sums = (torch.zeros(n_buckets * m, dtype=torch.float64)
+                .index_add_(0, idx_tr.index_select(0, rows) * m + cols, vals).view(n_buckets, m))
         cnt = torch.bincount(idx_tr, minlength=n_buckets).double()
         means = torch.where(cnt[:, None] > 0, sums / cnt.clamp_min(1)[:, None], mean_tr[None, :])
-        sse = (z_ho - means[idx_ho]).pow(2).sum(0)
-        out[i] = 1 - sse / sst
+        # (z_ho − means[idx_ho])² in one buffer for every c (the same operations, none of them allocating)
+        torch.sub(z_ho, torch.index_select(means, 0, idx_ho, out=resid), out=resid)
+        out[i] = 1 - resid.pow_(2).sum(0) / sst
     out[:, sst <= 0] = float("nan")
     return out
 
