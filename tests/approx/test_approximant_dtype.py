@@ -64,3 +64,21 @@ def test_float32_form_moves_fvu_and_kl_by_less_than_1e6(random_model):
 def test_float32_form_moves_fvu_and_kl_by_less_than_1e6_at_mnist_scale(random_model):
     for name, change in _fidelity_change(random_model, d=784, h=256, n=20000).items():
         assert change < 1e-6, name
+
+
+@pytest.mark.parametrize("d", [5, 128, 129, 300])
+def test_block_triangle_form_equals_the_full_contraction(d):
+    """g(x) by the quadratic form's upper block triangle (blocks of ≤ 128 inputs) against the plain
+    contraction α + βx + Σᵢⱼ Γᵢⱼ xᵢ xⱼ, for a non-symmetric Γ (the form sees its symmetric part), one
+    block or several, chunked or not, in float64 and float32."""
+    g = torch.Generator().manual_seed(d)
+    o = 3
+    ap = Approximant(torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
+                     torch.randn(o, d, d, generator=g, dtype=DT) / d)
+    x = torch.randn(77, d, generator=g, dtype=DT)
+    want = ap.alpha + x @ ap.beta.T + torch.einsum("oij,ni,nj->no", ap.gamma, x, x)
+    scale = float(want.abs().max())
+    torch.testing.assert_close(ap(x), want, rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(ap(x, chunk_size=10), want, rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(ap(x[3]), want[3], rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(ap(x, quad_dtype=torch.float32), want, rtol=0, atol=1e-5 * scale)

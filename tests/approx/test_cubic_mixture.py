@@ -337,6 +337,22 @@ def test_api_shapes_round_trip_and_errors():
         g(torch.zeros(2, d + 1, dtype=DT))
 
 
+@pytest.mark.parametrize("degree", [0, 1, 2, 3, 4])
+def test_evaluation_equals_the_hermite_features_route(degree):
+    """g(x) (monomial tensors by Horner's scheme) against the definition, Σ_α θ_α ψ_α(u(x)) with the
+    normalised Hermite features, at every degree up to 4, chunked or not, and on one input."""
+    d, p = 6, 4
+    mix = _mixture(d, 3, seed=81, spread=1.5)
+    model = _model("mlp", d, 7, 3, seed=82, activation="gelu")
+    g = reduced_polynomial_approximant(model, mix, p, degree)
+    x = mix.sample(301, torch.Generator().manual_seed(83))
+    want = g.basis.features(g.pcs.project(x)) @ g.coefficients.T
+    scale = float(want.abs().max())
+    torch.testing.assert_close(g(x), want, rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(g(x, chunk_size=13), want, rtol=0, atol=1e-12 * scale)
+    torch.testing.assert_close(g(x[5]), want[5], rtol=0, atol=1e-12 * scale)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     d, p = 5, 4

@@ -106,10 +106,31 @@ class ReducedPolynomialApproximant(FittedPolynomial):
         return PolynomialBasis(self.components, self.degree)
 
     def __call__(self, x: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
-        """g(x) for x [n, d] (or [d]) in the original coordinates → [n, o] (or [o]), in chunks."""
-        basis = self.basis
-        rows = chunk_rows(_CHUNK_BYTES, self.dtype.itemsize * 2 * max(basis.size, self.d))
-        return self._evaluate(x, chunk_size or rows, lambda xc: basis.features(self.pcs.project(xc)) @ self.coefficients.T)
+        """g(x) for x [n, d] (or [d]) in the original coordinates → [n, o] (or [o]), in chunks.
+
+        From the monomial tensors, g = Σ_a T_a[u, …, u], by Horner's scheme: one GEMM contracts T_n's
+        first slot with u for all rows at once ([m, p] · [p, o·p^(n−1)]), then T_(n−1) is added and the
+        next slot contracted, row by row, down to T_0. The same polynomial as the Hermite features ψ(u)
+        times the coefficients (equal to round-off, ``tests/approx/test_cubic_mixture.py``), without the
+        N = C(p + n, n) features of every row: at p = 50, n = 3 about a fifth of the time (bench/README.md,
+        "The higher-degree forms evaluated by Horner's scheme")."""
+        T = self.monomial_tensors()
+        o, p, n = self.o, self.components, self.degree
+        top = T[n].reshape(o, p, -1).transpose(0, 1).reshape(p, -1) if n > 0 else None  # [p, o·p^(n−1)]
+
+        def rows(xc):
+            u = self.pcs.project(xc)
+            if n == 0:
+                return T[0].expand(len(u), o)
+            acc = (u @ top).view(len(u), o, -1)  # [m, o, p^(n−1)]: T_n with one slot contracted
+            for a in range(n - 1, -1, -1):
+                acc = acc + T[a].reshape(1, o, -1)
+                if a > 0:  # contract the next slot: [m, o, p^(a−1), p] · u
+                    acc = torch.einsum("nok,nk->no", acc.view(len(u), o * p ** (a - 1), p), u).view(len(u), o, -1)
+            return acc.view(len(u), o)
+
+        per_row = self.dtype.itemsize * 2 * max(o * p ** max(n - 1, 0), self.d)
+        return self._evaluate(x, chunk_size or chunk_rows(_CHUNK_BYTES, per_row), rows)
 
     def hermite_tensors(self) -> list[torch.Tensor]:
         """Symmetric tensors Θ_a [o, p, …, p], a = 0..n, with g = Σ_a ⟨Θ_a, He⁽ᵃ⁾(u)⟩."""
