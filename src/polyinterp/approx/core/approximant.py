@@ -58,15 +58,19 @@ class Approximant(FittedPolynomial):
         MNIST metrics (d = 784, o = 10; 10⁵ mixture samples and the 10⁴ test images at all 12
         checkpoints of seed 0): at most 2.6e-8 (FVU) and 9.2e-8 (KL), no argmax changed;
         ``tests/approx/test_approximant_dtype.py`` checks the bound on a fitted random MLP.
+
+        The form is summed by its upper block triangle, xᵀΓx = Σ_I x_Iᵀ [Γ_II, Γ_IJ + Γ_JIᵀ (J > I)] x_(I…)
+        over blocks I of at most 128 inputs, one GEMM per block row: (B + 1)/2B of the products of one
+        [d, o·d] GEMM (0.57 at d = 784). In float32 its sums round otherwise than that GEMM's: on the MNIST
+        metrics of step 2048 (default run, seed 0) FVU and KL moved by at most 3.4e-8 relative, no argmax
+        (bench/README.md, "The higher-degree forms by Horner's scheme, the quadratic form by its upper
+        block triangle").
         """
         if self.gamma is None:
             return self._evaluate(x, None, lambda xc: xc @ self.beta.T + self.alpha)
         quad_dtype = quad_dtype or self.dtype
         o, d = self.o, self.d
-        # xᵀΓx by the upper block triangle: with the inputs cut into blocks I of ≈ _QUAD_BLOCK,
-        # xᵀΓx = Σ_I x_Iᵀ [Γ_II, Γ_IJ + Γ_JIᵀ (J > I)] x_(I…), one GEMM per block row: (B + 1) / 2B of the
-        # products of the whole [d, o·d] GEMM (0.57 at d = 784, B = 7), the same polynomial (to round-off)
-        edges = _block_edges(d)
+        edges = _block_edges(d)  # the block rows of the upper triangle (docstring)
         rows_of = []
         for lo, hi in zip(edges[:-1], edges[1:]):
             gi = self.gamma[:, lo:hi, lo:].clone()  # [o, b, d − lo]

@@ -112,8 +112,8 @@ class ReducedPolynomialApproximant(FittedPolynomial):
         first slot with u for all rows at once ([m, p] · [p, o·p^(n−1)]), then T_(n−1) is added and the
         next slot contracted, row by row, down to T_0. The same polynomial as the Hermite features ψ(u)
         times the coefficients (equal to round-off, ``tests/approx/test_cubic_mixture.py``), without the
-        N = C(p + n, n) features of every row: at p = 50, n = 3 about a fifth of the time (bench/README.md,
-        "The higher-degree forms evaluated by Horner's scheme")."""
+        N = C(p + n, n) features of every row: at p = 50, n = 3 about a third of the time (bench/README.md,
+        "The higher-degree forms by Horner's scheme, the quadratic form by its upper block triangle")."""
         T = self.monomial_tensors()
         o, p, n = self.o, self.components, self.degree
         top = T[n].reshape(o, p, -1).transpose(0, 1).reshape(p, -1) if n > 0 else None  # [p, o·p^(n−1)]
