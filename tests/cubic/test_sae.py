@@ -175,48 +175,47 @@ def test_topk_relu_at_the_dtypes_extremes_matches_torch_topk():
             assert torch.equal(p1.grad, p2.grad), (k, rows)
 
 
+def _auxk_against_topk(seed: int, dead_latents: list[int], aux_k: int, pre_of=None):
+    """``auxk_loss`` on a small SAE and the same loss from ``torch.topk``'s selection among the dead latents
+    (the reference), with their gradients with respect to the pre-activations (``pre_of`` may reshape them)."""
+    g = torch.Generator().manual_seed(seed)
+    sae = TopKSAE(6, 12, 2)
+    sae.init_weights(g)
+    x = torch.randn(200, 6, generator=g)
+    resid = (x - sae(x)).detach()
+    dead = torch.zeros(12, dtype=torch.bool)
+    dead[dead_latents] = True
+    base = sae.pre(x).detach()
+    if pre_of is not None:
+        base = pre_of(base, dead, g)
+    pre1, pre2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+    loss = auxk_loss(sae, pre1, resid, dead, aux_k=aux_k)
+    picked = min(aux_k, len(dead_latents))
+    z = torch.nan_to_num(_topk_relu_reference(pre2.masked_fill(~dead, float("-inf")), picked), neginf=0.0)
+    recon = z @ sae.W_dec.detach().T
+    ref = (resid - recon).pow(2).sum(-1).mean() / (resid - resid.mean(0)).pow(2).sum(-1).mean()
+    loss.backward()
+    ref.backward()
+    return loss.detach(), ref.detach(), pre1.grad, pre2.grad, dead
+
+
 @pytest.mark.parametrize("positive_dead", [2, 5])
 def test_auxk_with_more_dead_than_aux_k_matches_topk_selection(positive_dead):
     """More dead latents than aux_k: with at most aux_k positive among a row's dead pre-activations the
     selection is skipped, with more it is made; either way the loss and gradient are topk's, bit for bit."""
-    g = torch.Generator().manual_seed(7)
-    sae = TopKSAE(6, 12, 2)
-    sae.init_weights(g)
-    x = torch.randn(200, 6, generator=g)
-    resid = (x - sae(x)).detach()
-    dead = torch.zeros(12, dtype=torch.bool)
-    dead[[0, 2, 3, 4, 7, 9, 11]] = True  # 7 dead, aux_k 3
-    base = sae.pre(x).detach()
-    # in every row, exactly `positive_dead` dead pre-activations are positive
-    order = torch.rand(200, 7, generator=g).argsort(1)
-    sign = torch.where(order < positive_dead, 1.0, -1.0)
-    base[:, dead] = base[:, dead].abs() * sign
-    pre1, pre2 = base.clone().requires_grad_(), base.clone().requires_grad_()
-    loss = auxk_loss(sae, pre1, resid, dead, aux_k=3)
-    z = torch.nan_to_num(_topk_relu_reference(pre2.masked_fill(~dead, float("-inf")), 3), neginf=0.0)
-    recon = z @ sae.W_dec.detach().T
-    ref = (resid - recon).pow(2).sum(-1).mean() / (resid - resid.mean(0)).pow(2).sum(-1).mean()
-    assert float(loss.detach()) == float(ref.detach()) > 0
-    loss.backward()
-    ref.backward()
-    assert torch.equal(pre1.grad, pre2.grad)
-    assert bool((pre1.grad[:, dead] != 0).any()) and bool((pre1.grad[:, ~dead] == 0).all())
+
+    def exactly_positive(base, dead, g):  # in every row, exactly `positive_dead` dead pre-activations > 0
+        order = torch.rand(len(base), int(dead.sum()), generator=g).argsort(1)
+        base[:, dead] = base[:, dead].abs() * torch.where(order < positive_dead, 1.0, -1.0)
+        return base
+
+    loss, ref, grad, ref_grad, dead = _auxk_against_topk(7, [0, 2, 3, 4, 7, 9, 11], 3, exactly_positive)
+    assert float(loss) == float(ref) > 0
+    assert torch.equal(grad, ref_grad)
+    assert bool((grad[:, dead] != 0).any()) and bool((grad[:, ~dead] == 0).all())
 
 
 def test_auxk_shortcut_when_all_dead_fit_matches_topk_selection():
-    g = torch.Generator().manual_seed(6)
-    sae = TopKSAE(6, 12, 2)
-    sae.init_weights(g)
-    x = torch.randn(200, 6, generator=g)
-    resid = (x - sae(x)).detach()
-    dead = torch.zeros(12, dtype=torch.bool)
-    dead[[0, 3, 4, 9]] = True
-    pre1, pre2 = sae.pre(x).detach().requires_grad_(), sae.pre(x).detach().requires_grad_()
-    loss = auxk_loss(sae, pre1, resid, dead, aux_k=8)  # 4 dead <= aux_k: no selection
-    z = torch.nan_to_num(_topk_relu_reference(pre2.masked_fill(~dead, float("-inf")), 4), neginf=0.0)
-    recon = z @ sae.W_dec.detach().T
-    ref = (resid - recon).pow(2).sum(-1).mean() / (resid - resid.mean(0)).pow(2).sum(-1).mean()
-    assert float(loss.detach()) == float(ref.detach())
-    loss.backward()
-    ref.backward()
-    assert torch.equal(pre1.grad, pre2.grad)
+    loss, ref, grad, ref_grad, _ = _auxk_against_topk(6, [0, 3, 4, 9], 8)  # 4 dead <= aux_k: no selection
+    assert float(loss) == float(ref)
+    assert torch.equal(grad, ref_grad)
