@@ -250,8 +250,8 @@ def test_batched_saes_are_each_fitted_as_alone_through_every_auxk_case(monkeypat
 
 def test_batched_auxk_losses_select_only_where_a_row_has_more_positive_dead_than_aux_k():
     """Four SAEs' AuxK losses at once against a torch.topk selection among each one's dead latents (an
-    independent route): none dead; more dead than aux_k with at most aux_k positive per row (no selection
-    needed); more dead with rows of more positive (selected); at most aux_k dead. Loss and gradient
+    independent route): none dead; at most aux_k dead; more dead than aux_k with at most aux_k positive per
+    row (no selection needed); more dead with rows of more positive (selected). Loss and gradient
     equal to round-off (bit for bit on the CPU; a wrong selection moves the loss by a tenth or more)."""
     g = torch.Generator().manual_seed(11)
     P, n, d, m, aux_k = 4, 50, 5, 10, 3
@@ -259,11 +259,11 @@ def test_batched_auxk_losses_select_only_where_a_row_has_more_positive_dead_than
     sae.init_weights(g, torch.zeros(P, d))
     residual = torch.randn(P, n, d, generator=g)
     dead = torch.zeros(P, m, dtype=torch.bool)
-    dead[1, :7] = dead[2, 2:9] = True
-    dead[3, [1, 4]] = True
+    dead[1, [1, 4]] = True  # at most aux_k dead first: the others' positions among the SAEs with dead latents
+    dead[2, :7] = dead[3, 2:9] = True  # are not their positions among those with more than aux_k
     base = torch.randn(P, n, m, generator=g)
-    base[1, :, :7] = base[1, :, :7].abs() * torch.where(torch.rand(n, 7, generator=g).argsort(1) < 2, 1.0, -1.0)
-    base[2, :, 2:9] = base[2, :, 2:9].abs()  # 7 positive dead in every row
+    base[2, :, :7] = base[2, :, :7].abs() * torch.where(torch.rand(n, 7, generator=g).argsort(1) < 2, 1.0, -1.0)
+    base[3, :, 2:9] = base[3, :, 2:9].abs()  # 7 positive dead in every row
     pre1, pre2 = base.clone().requires_grad_(), base.clone().requires_grad_()
     got = batched_sae.auxk_losses(sae, pre1, residual, dead, aux_k)
     want = []

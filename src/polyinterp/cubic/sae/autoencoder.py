@@ -49,8 +49,9 @@ _MASK_ROWS = 4096  # rows per block of the mask selection (keeps the working cop
 
 def _topk_mask(pre: torch.Tensor, k: int) -> torch.Tensor | None:
     """Mask of the k largest entries of each row of a 2-D tensor, in ``pre``'s dtype (1 on them, 0
-    elsewhere), or None when some row has no k entries above all its others (a tie at its k-th largest
-    value, a NaN, an infinity): then ``torch.topk`` decides.
+    elsewhere), or None when some row's mask does not hold exactly k entries: a tie among its k largest
+    values or at the k-th, a NaN, +∞ (or −∞ among its k largest), values near the dtype's largest. Then
+    ``torch.topk`` decides.
 
     k − 1 rounds lower each row's maximum by the dtype's largest value, below every other entry; the
     row's k-th largest value is then its maximum, and the mask marks the entries at or above it. Only

@@ -66,8 +66,8 @@ class BatchedTopKSAE(nn.Module):
 
     def topk(self, pre: torch.Tensor) -> torch.Tensor:
         """``topk_relu`` on every row of every SAE, a few SAEs (about ``_TOPK_ROWS`` rows) per call: rows
-        are independent, so each row's selection is the one it gets alone, and the selection's boolean
-        temporaries stay in cache (one call over every row spent more time on them than on the GEMMs)."""
+        are independent, so each row's selection is the one it gets alone, and the selection's working
+        copies stay in cache (one call over every row spent more time on them than on the GEMMs)."""
         per_call = max(1, _TOPK_ROWS // max(1, pre.shape[1]))
         return torch.cat([topk_relu(part.reshape(-1, self.m), self.k).reshape(part.shape)
                           for part in pre.split(per_call)])
