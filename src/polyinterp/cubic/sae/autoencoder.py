@@ -85,10 +85,10 @@ def topk_relu(pre: torch.Tensor, k: int) -> torch.Tensor:
     return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
 
 
-def at_most_positive(z: torch.Tensor, n: int) -> bool:
-    """Whether no row of ``z`` (≥ 0, e.g. ReLU of pre-activations) has more than ``n`` positive
-    entries (False with a NaN)."""
-    return bool(z.detach().sign().sum(-1).amax() <= n)
+def most_positive(z: torch.Tensor) -> torch.Tensor:
+    """The most positive entries any row of ``z`` (≥ 0, e.g. ReLU of pre-activations) has: a scalar for
+    ``[n, m]``, one per leading index for ``[P, n, m]``; NaN where ``z`` holds a NaN."""
+    return z.detach().sign().sum(-1).amax(-1)
 
 
 @torch.no_grad()
@@ -182,7 +182,7 @@ def auxk_loss(sae: TopKSAE, pre: torch.Tensor, residual: torch.Tensor, dead: tor
     # its top aux_k dead ones, and the others chosen there have ReLU 0 and no gradient: the selection
     # changes nothing, the same numbers and gradient as topk, far cheaper (always so with n_dead <= aux_k).
     z = torch.relu(pre) * dead.to(pre.dtype)
-    if n_dead > aux_k and not at_most_positive(z, aux_k):
+    if n_dead > aux_k and not bool(most_positive(z) <= aux_k):  # NaN: selected
         z = topk_relu(pre.masked_fill(~dead, float("-inf")), aux_k)  # only dead latents win
     recon = z @ sae.W_dec.T
     denom = (residual - residual.mean(0)).pow(2).sum(-1).mean().clamp_min(1e-12)

@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 from polyinterp.cubic.regressor.batched import batched_linear
-from polyinterp.cubic.sae.autoencoder import (TopKSAE, geometric_median, remove_parallel_grad_, topk_relu,
-                                              training_schedule, unit_directions_)
+from polyinterp.cubic.sae.autoencoder import (TopKSAE, geometric_median, most_positive, remove_parallel_grad_,
+                                              topk_relu, training_schedule, unit_directions_)
 from polyinterp.errors import ConfigError, DataError, TrainingError
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def auxk_losses(sae: BatchedTopKSAE, pre: torch.Tensor, residual: torch.Tensor, 
     many = (n_dead[some] > aux_k).nonzero().flatten()
     if len(many):  # as in auxk_loss: a selection only for an SAE with a row of more than aux_k positive dead
         with torch.no_grad():
-            positive = (torch.relu(pre_s.detach()[many]) * chosen[many]).sign_().sum(-1).amax(-1)
+            positive = most_positive(torch.relu(pre_s.detach()[many]) * chosen[many])
         many = many[~(positive <= aux_k)]  # NaN: selected, as before
     if len(many):  # rows' own top aux_k among the dead latents
         with torch.no_grad():
