@@ -14,6 +14,7 @@ from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.block_pcg import block_pcg
 from polyinterp.approx.solvers.gram_operator import GramOperator
 from polyinterp.approx.fits.quadratic_mixture import standard_gaussian_inverse
+from polyinterp.approx.fits.quadratic_sgd import quadratic_sgd
 from polyinterp.approx.moments.monomial_rhs import monomial_rhs
 
 DT = torch.float64
@@ -235,19 +236,29 @@ def test_options_of_another_method_are_refused_by_name(random_model, random_mixt
         quadratic_approximant(model, mix, method="sgd", warm_start=quadratic_approximant(model, mix))
 
 
-def test_sgd_on_the_forms_side_by_side_matches_a_loop_on_symmetrised_matrices(random_model, random_mixture):
-    """The fit trains the forms as they stand (not symmetrised each step); a loop that trains a matrix P
-    and evaluates its symmetric part (P + Pᵀ)/2 each step, with the same optimiser (schedule-free AdamW),
-    the same points and float32 products, ends at the same Γ to round-off: the quadratic form sees only
-    the symmetric part and its gradient is symmetric. (Measured: Γ, β, α within 1.5e-8, 3e-8, 9e-8 after
-    60 steps, Γ's largest entry 0.065; the bound leaves ten times that, where a wrong gradient moves Γ by
-    percents.)"""
+def _sgd_fit(model, mix, form_block, **kw):
+    """The SGD fit through quadratic_approximant (form_block None: its default blocks, one block at these
+    small d), or quadratic_sgd with blocks of ``form_block`` inputs (several blocks)."""
+    if form_block is None:
+        return quadratic_approximant(model, mix, method="sgd", **kw)
+    return quadratic_sgd(model.to(dtype=mix.dtype), mix, form_block=form_block, **kw)
+
+
+@pytest.mark.parametrize("form_block", [None, 2])
+def test_sgd_on_the_forms_upper_blocks_matches_a_loop_on_symmetrised_matrices(form_block, random_model,
+                                                                              random_mixture):
+    """The fit trains the forms' upper block triangle with the full matrices' gradient; a loop that
+    trains a matrix P and evaluates its symmetric part (P + Pᵀ)/2 each step, with the same optimiser
+    (schedule-free AdamW), the same points and float32 products, ends at the same Γ to round-off: the
+    quadratic form sees only the symmetric part and its gradient is symmetric. In one block and in three
+    (d = 6, blocks of 2). (Measured: Γ, β, α within 1.5e-8, 3e-8, 9e-8 after 60 steps, Γ's largest entry
+    0.065; the bound leaves ten times that, where a wrong gradient moves Γ by percents.)"""
     import schedulefree
 
     d, steps, batch, lr = 6, 60, 128, 1e-2
     model = random_model("mlp", d, 10, 3, seed=51, activation="relu")
     mix = random_mixture(d, 3, seed=52)
-    got = quadratic_approximant(model, mix, method="sgd", steps=steps, batch=batch, lr=lr, seed=9)
+    got = _sgd_fit(model, mix, form_block, steps=steps, batch=batch, lr=lr, seed=9)
     start = quadratic_gaussian(model, torch.zeros(d, dtype=DT), torch.eye(d, dtype=DT))
     P = start.gamma.float().clone().requires_grad_(True)
     beta = start.beta.float().clone().requires_grad_(True)
@@ -273,10 +284,12 @@ def test_sgd_on_the_forms_side_by_side_matches_a_loop_on_symmetrised_matrices(ra
     torch.testing.assert_close(got.alpha, alpha.detach().double(), rtol=1e-5, atol=1e-6)
 
 
-def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixture):
+@pytest.mark.parametrize("form_block", [None, 2])
+def test_authors_sgd_recipe_matches_a_reference_loop(form_block, random_model, random_mixture):
     """optimizer="sgd_schedulefree" is the authors' loop: from the N(0, I) closed form, full matrices
     in their einsum forward, torch SGD in schedule-free's *reference* wrapper (a separate
-    implementation), nn.MSELoss on fresh mixture samples, parameters read in train mode."""
+    implementation), nn.MSELoss on fresh mixture samples, parameters read in train mode. In one block
+    and in three (d = 5, blocks of 2)."""
     import schedulefree
     from torch import nn
 
@@ -285,8 +298,8 @@ def test_authors_sgd_recipe_matches_a_reference_loop(random_model, random_mixtur
     d, steps, batch, lr = 5, 40, 128, 1.8e-2
     model = random_model("mlp", d, 12, 3, seed=31, activation="relu")
     mix = random_mixture(d, 3, seed=32)
-    got = quadratic_approximant(model, mix, method="sgd", steps=steps, batch=batch, lr=lr, seed=5,
-                                optimizer="sgd_schedulefree", momentum=0.9)
+    got = _sgd_fit(model, mix, form_block, steps=steps, batch=batch, lr=lr, seed=5,
+                   optimizer="sgd_schedulefree", momentum=0.9)
     assert got.fit_info["optimizer"] == "sgd_schedulefree" and got.fit_info["iterations"] == steps
 
     start = quadratic_gaussian(model, torch.zeros(d, dtype=DT), torch.eye(d, dtype=DT))

@@ -7,17 +7,12 @@ from typing import Any
 
 import torch
 
+from polyinterp.approx.core.blocks import block_edges
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_rows
 
 _CHUNK_BYTES = 128 * 2**20
 _QUAD_BLOCK = 128  # inputs per block row of the quadratic form's evaluation (Approximant.__call__)
-
-
-def _block_edges(d: int) -> list[int]:
-    """Edges of ⌈d / _QUAD_BLOCK⌉ blocks of 0…d as equal as they can be."""
-    blocks = max(1, -(-d // _QUAD_BLOCK))
-    return [round(i * d / blocks) for i in range(blocks + 1)]
 
 
 @dataclass(frozen=True)
@@ -70,7 +65,7 @@ class Approximant(FittedPolynomial):
             return self._evaluate(x, None, lambda xc: xc @ self.beta.T + self.alpha)
         quad_dtype = quad_dtype or self.dtype
         o, d = self.o, self.d
-        edges = _block_edges(d)  # the block rows of the upper triangle (docstring)
+        edges = block_edges(d, _QUAD_BLOCK)  # the block rows of the upper triangle (docstring)
         rows_of = []
         for lo, hi in zip(edges[:-1], edges[1:]):
             gi = self.gamma[:, lo:hi, lo:].clone()  # [o, b, d − lo]

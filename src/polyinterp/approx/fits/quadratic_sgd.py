@@ -10,30 +10,11 @@ from polyinterp.approx.core.approximant import Approximant
 from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.core.mixture import GaussianMixture
 from polyinterp.approx.fits.quadratic_gaussian import quadratic_gaussian
+from polyinterp.approx.fits.upper_block_forms import UpperBlockForms
 
-
-def side_by_side(G: torch.Tensor) -> torch.Tensor:
-    """The forms G [o, d, d] side by side, F [d, o·d] with F[:, k·d:(k + 1)·d] = G[k]: the layout of the
-    one large product x F."""
-    o, d, _ = G.shape
-    return G.permute(1, 0, 2).reshape(d, o * d)
-
-
-def stacked(F: torch.Tensor, o: int) -> torch.Tensor:
-    """The inverse of :func:`side_by_side`: F [d, o·d] → G [o, d, d]."""
-    return F.view(F.shape[0], o, -1).permute(1, 0, 2)
-
-
-def _evaluate(alpha, beta, F, x, product_dtype=None):
-    """α + βx + xᵀG_kx per output k, the forms G_k side by side in F [d, o·d] (:func:`side_by_side`); the
-    batch times F in ``product_dtype`` (None: x's dtype), everything else in x's dtype."""
-    o, d = beta.shape
-    if product_dtype is None:
-        xF = x @ F
-    else:  # inputs rounded, the product accumulated in float32 by the GEMM; its gradient likewise
-        xF = (x.to(product_dtype) @ F.to(product_dtype)).to(x.dtype)
-    return (xF.view(-1, o, d) * x[:, None, :]).sum(-1) + x @ beta.T + alpha
-
+# inputs per block of the forms' upper triangle: 14 blocks at d = 784 (bench/README.md, "The SGD fit on the
+# forms' upper block triangle")
+FORM_BLOCK = 56
 
 OPTIMIZERS = ("adamw_schedulefree", "sgd_schedulefree")
 
@@ -41,7 +22,8 @@ OPTIMIZERS = ("adamw_schedulefree", "sgd_schedulefree")
 def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: int = 256, lr: float = 1e-3,
                   warmup_steps: int = 0, generator: torch.Generator | None = None, seed: int | None = None,
                   dtype: torch.dtype = torch.float32, init: str = "standard", optimizer: str = "adamw_schedulefree",
-                  momentum: float = 0.9, product_dtype: torch.dtype | None = None) -> Approximant:
+                  momentum: float = 0.9, product_dtype: torch.dtype | None = None,
+                  form_block: int = FORM_BLOCK) -> Approximant:
     """Start from the closed-form quadratic under N(0, I) (``init="standard"``, as the paper and its
     authors' code) or under the moment-matched Gaussian (``init="moment_matched"``), then minimise the
     mean squared error to ``model`` (mean over samples and outputs) on fresh mixture samples (``steps``
@@ -62,13 +44,13 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     mixture's draws are made in its dtype and mapped to samples in ``dtype`` (the points the fit sees; the
     same points to ``dtype``'s round-off), and the network's outputs are computed at those points.
 
-    The quadratic term is trained as the forms themselves, side by side (:func:`side_by_side`, the layout
-    of the large product), not as a matrix symmetrised at every step: xᵀGx sees only G's symmetric part and
-    its gradient (x xᵀ times the residual) is symmetric, so the trained forms differ from a symmetrised
-    parameterisation's by round-off alone (tests compare both with this: a loop on symmetrised matrices,
-    and the authors' own loop, which trains the full matrices too), and the returned Γ is their
-    symmetric part. That spares each step a transposed sum and a permuted copy of the o·d² entries,
-    forward and backward (bench/README.md, "The SGD fit's step")."""
+    The quadratic term is trained as the forms' upper block triangle (:class:`UpperBlockForms`, blocks of
+    ``form_block`` inputs), each held entry moved by the gradient of that entry of full matrices: the fit
+    is the one of the full matrices trained from the symmetric start (as the authors' code trains them),
+    to round-off, from (m + 1)/2m of the products in m blocks (0.54 at d = 784), and the gradients are
+    computed by hand, not by autograd (the loss is the mean squared error: its derivative by each output
+    is 2 (g(x) − f(x)) / (n·o)). The returned Γ is the forms with their held entries mirrored (bench/README.md,
+    "The SGD fit on the forms' upper block triangle")."""
     if steps < 0 or batch < 1:
         raise ApproxInputError(f"need sgd_steps >= 0 and sgd_batch >= 1, got {steps} and {batch}")
     if optimizer not in OPTIMIZERS:
@@ -92,30 +74,30 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     else:
         raise ApproxInputError(f"unknown sgd init {init!r}; use 'standard' or 'moment_matched'")
     start = quadratic_gaussian(model, mean, cov)
-    alpha = start.alpha.to(dtype).clone().requires_grad_(True)
-    beta = start.beta.to(dtype).clone().requires_grad_(True)
-    F = side_by_side(start.gamma.to(dtype)).clone().requires_grad_(True)
+    alpha = start.alpha.to(dtype).clone()
+    beta = start.beta.to(dtype).clone()
+    forms = UpperBlockForms(start.gamma, form_block, dtype)
+    params = [alpha, beta, *forms.parameters]
     if optimizer == "adamw_schedulefree":
-        opt = schedulefree.AdamWScheduleFree([alpha, beta, F], lr=lr, warmup_steps=warmup_steps)
+        opt = schedulefree.AdamWScheduleFree(params, lr=lr, warmup_steps=warmup_steps)
     else:
-        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD([alpha, beta, F], lr=lr), momentum=momentum)
+        opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD(params, lr=lr), momentum=momentum)
     opt.train()
     losses = []
-    for _ in range(steps):
-        x = mixture.sample(batch, generator, dtype=dtype)  # the draws of the mixture's dtype, mapped in dtype
-        with torch.no_grad():
-            target = model(x).to(dtype)
-        loss = ((_evaluate(alpha, beta, F, x, low) - target) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-    if optimizer == "adamw_schedulefree":
-        opt.eval()  # the schedule-free averaged iterate
     with torch.no_grad():
-        G = stacked(F, beta.shape[0])
-        G = 0.5 * (G + G.transpose(1, 2))
-        coefficients = (alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype), G.detach().to(mixture.dtype))
+        for _ in range(steps):
+            x = mixture.sample(batch, generator, dtype=dtype)  # the draws of the mixture's dtype, mapped in dtype
+            target = model(x).to(dtype)
+            diff = forms.quadratic(x, low) + x @ beta.T + alpha - target
+            r = diff * (2 / diff.numel())  # d mean(diff²) / d g(x)
+            alpha.grad = r.sum(0)
+            beta.grad = r.T @ x
+            forms.set_grad(r, x, low)
+            opt.step()
+            losses.append(float((diff ** 2).mean()))
+        if optimizer == "adamw_schedulefree":
+            opt.eval()  # the schedule-free averaged iterate
+        coefficients = (alpha.to(mixture.dtype), beta.to(mixture.dtype), forms.gamma().to(mixture.dtype))
     return Approximant(*coefficients, {
         "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
         "init": init, "optimizer": optimizer, "products": str(low or dtype).removeprefix("torch."),
