@@ -244,6 +244,21 @@ def _sgd_fit(model, mix, form_block, **kw):
     return quadratic_sgd(model.to(dtype=mix.dtype), mix, form_block=form_block, **kw)
 
 
+def test_sgd_returns_its_own_coefficients_and_refuses_a_bad_block(random_model, random_mixture):
+    """Trained in the mixture's own dtype the coefficients are returned without the optimiser's last
+    gradient (detached, not the parameters themselves); a block of forms that is not a positive int is
+    refused by name."""
+    d = 4
+    model = random_model("mlp", d, 6, 2, seed=61).to(dtype=DT)
+    mix = random_mixture(d, 2, seed=62)
+    got = quadratic_sgd(model, mix, steps=3, batch=16, seed=0, dtype=DT, form_block=2)
+    assert got.alpha.grad is None and got.beta.grad is None and not got.gamma.requires_grad
+    assert torch.equal(got.gamma, got.gamma.transpose(1, 2))
+    for bad in (0, 2.5):
+        with pytest.raises(ApproxInputError, match="form_block must be a positive int"):
+            quadratic_sgd(model, mix, steps=1, batch=4, seed=0, form_block=bad)
+
+
 @pytest.mark.parametrize("form_block", [None, 2])
 def test_sgd_on_the_forms_upper_blocks_matches_a_loop_on_symmetrised_matrices(form_block, random_model,
                                                                               random_mixture):

@@ -80,9 +80,10 @@ def test_an_sgd_step_on_the_held_entries_is_the_step_on_the_full_matrices():
     assert not torch.allclose(forms.gamma(), G, atol=1e-3)  # it moved
 
 
-def test_bfloat16_products_round_only_the_products_inputs():
-    """product_dtype=bfloat16: the quadratic and the gradients within bfloat16's rounding of the inputs
-    (8 bits: ≈ 0.4 % each) of the float32 ones, returned in float32."""
+def test_bfloat16_products_round_their_inputs_and_results():
+    """product_dtype=bfloat16: the quadratic and the gradients differ from the float32 ones (both the
+    quadratic and each gradient go through bfloat16) and lie within bfloat16's rounding of them (8 bits:
+    ≈ 0.4 % an input), returned in float32."""
     o, d, n = 3, 20, 64
     G = _symmetric_forms(o, d, seed=5).float()
     g = torch.Generator().manual_seed(6)
@@ -96,8 +97,39 @@ def test_bfloat16_products_round_only_the_products_inputs():
     g32 = [C.grad for C in forms.parameters]
     forms.set_grad(r, x, torch.bfloat16)
     for a, b in zip(g32, [C.grad for C in forms.parameters]):
-        assert b.dtype == torch.float32
+        assert b.dtype == torch.float32 and not torch.equal(a, b)
         assert float((a - b).abs().max()) < 0.02 * float(a.abs().max())
+
+
+def test_in_one_block_bfloat16_is_the_full_matrices_product_and_gradient():
+    """One block holds the full matrices side by side: the quadratic and the gradient in bfloat16 are then
+    the full product (x·F in bfloat16, its result widened) and autograd's gradient of it, the same
+    operations on the same numbers, to the bit: the bfloat16 path rounds what the full matrices' did."""
+    o, d, n = 2, 10, 32
+    G = _symmetric_forms(o, d, seed=7).float()
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(n, d, generator=g)
+    r = torch.randn(n, o, generator=g)
+    forms = UpperBlockForms(G, d)
+    F = G.permute(1, 0, 2).reshape(d, o * d).clone().requires_grad_(True)
+    full = ((x.to(torch.bfloat16) @ F.to(torch.bfloat16)).float().view(n, o, d) * x[:, None, :]).sum(-1)
+    (r * full).sum().backward()
+    assert torch.equal(forms.quadratic(x, torch.bfloat16), full.detach())
+    forms.set_grad(r, x, torch.bfloat16)
+    assert torch.equal(forms.parameters[0].grad, F.grad)
+
+
+def test_the_forms_stay_symmetric_after_a_bfloat16_step():
+    """In bfloat16 the diagonal blocks' gradients are rounded entry by entry, so the held diagonal blocks
+    drift from symmetry; the forms returned are exactly symmetric all the same."""
+    o, d, n = 2, 12, 48
+    forms = UpperBlockForms(_symmetric_forms(o, d, seed=9).float(), 5)
+    g = torch.Generator().manual_seed(10)
+    x, r = torch.randn(n, d, generator=g), torch.randn(n, o, generator=g)
+    forms.set_grad(r, x, torch.bfloat16)
+    torch.optim.SGD(forms.parameters, lr=0.5).step()
+    G = forms.gamma()
+    assert torch.equal(G, G.transpose(1, 2))
 
 
 def test_non_square_forms_are_refused():

@@ -37,9 +37,9 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     ``eval()``), and so does this. Training runs in ``dtype`` (float32 by default); the result is in
     the mixture's dtype.
 
-    ``product_dtype``: the dtype of the one large matrix product (the batch times the stacked forms,
-    ≈ 99 % of a step's arithmetic at MNIST size) and of its gradient: ``torch.bfloat16`` rounds their
-    inputs to bfloat16 (the GEMM accumulates in float32), while the parameters, the optimizer's state,
+    ``product_dtype``: the dtype of the large matrix products (the batch times the forms' blocks, most of a
+    step's arithmetic at MNIST size) and of their gradients: ``torch.bfloat16`` rounds their inputs and
+    results to bfloat16 (the GEMM accumulates in float32), while the parameters, the optimizer's state,
     the linear term, the residuals and the loss stay in ``dtype``; ``None`` (default): ``dtype``. The
     mixture's draws are made in its dtype and mapped to samples in ``dtype`` (the points the fit sees; the
     same points to ``dtype``'s round-off), and the network's outputs are computed at those points.
@@ -51,6 +51,8 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     computed by hand, not by autograd (the loss is the mean squared error: its derivative by each output
     is 2 (g(x) − f(x)) / (n·o)). The returned Γ is the forms with their held entries mirrored (bench/README.md,
     "The SGD fit on the forms' upper block triangle")."""
+    if not isinstance(form_block, int) or form_block < 1:
+        raise ApproxInputError(f"form_block must be a positive int (inputs per block of the forms), got {form_block!r}")
     if steps < 0 or batch < 1:
         raise ApproxInputError(f"need sgd_steps >= 0 and sgd_batch >= 1, got {steps} and {batch}")
     if optimizer not in OPTIMIZERS:
@@ -97,7 +99,8 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
             losses.append(float((diff ** 2).mean()))
         if optimizer == "adamw_schedulefree":
             opt.eval()  # the schedule-free averaged iterate
-        coefficients = (alpha.to(mixture.dtype), beta.to(mixture.dtype), forms.gamma().to(mixture.dtype))
+        coefficients = (alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype),  # without the last .grad
+                        forms.gamma().to(mixture.dtype))
     return Approximant(*coefficients, {
         "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
         "init": init, "optimizer": optimizer, "products": str(low or dtype).removeprefix("torch."),

@@ -26,8 +26,14 @@ class UpperBlockForms:
     alone the quadratic sees and whose gradient is symmetric: the same fit to round-off, from about half
     the arithmetic and half the optimiser's state.
 
-    ``product_dtype`` in :meth:`quadratic` and :meth:`set_grad`: the products' inputs rounded to it (the
-    GEMM accumulates in float32 for bfloat16), the results returned in x's dtype.
+    ``product_dtype`` in :meth:`quadratic` and :meth:`set_grad`: the products' inputs rounded to it and their
+    results returned in it (for bfloat16 the GEMM accumulates in float32 and rounds its result once), then
+    widened to x's dtype: the rounding of the full matrices' product and gradient in the same precision. The
+    diagonal blocks' gradients, rounded entry by entry, are then not exactly symmetric; :meth:`gamma` returns
+    their symmetric part.
+
+    The start ``gamma`` is read by its held entries alone (its symmetric part where it is symmetric, as the
+    closed-form starts are).
     """
 
     def __init__(self, gamma: torch.Tensor, block: int, dtype: torch.dtype | None = None):
@@ -47,13 +53,14 @@ class UpperBlockForms:
     def quadratic(self, x: torch.Tensor, product_dtype: torch.dtype | None = None) -> torch.Tensor:
         """[n, o]: xᵀG_kx for each row of ``x`` [n, d]."""
         xl = x if product_dtype is None else x.to(product_dtype)
-        xw = 2 * xl  # the rows above block J count twice (G_k[a, c] and G_k[c, a]); doubling is exact
+        # The rows above block J count twice (G_k[a, c] and G_k[c, a]): each block's rows are doubled (exactly)
+        # after its own product, so when block J's turn comes the rows before it are doubled and its own are not.
+        xw = xl.clone()
         q = x.new_zeros(x.shape[0], self.o)
         for (lo, hi), C in zip(self.spans, self.parameters):
-            xw[:, lo:hi] = xl[:, lo:hi]  # block J's own rows once
             y = xw[:, :hi] @ (C if product_dtype is None else C.to(product_dtype))
             xw[:, lo:hi].mul_(2)
-            q += (y.to(x.dtype).view(-1, self.o, hi - lo) * x[:, None, lo:hi]).sum(-1)
+            q += (y.to(x.dtype).view(len(x), self.o, hi - lo) * x[:, None, lo:hi]).sum(-1)
         return q
 
     @torch.no_grad()
