@@ -29,11 +29,11 @@ class UpperBlockForms:
     ``product_dtype`` in :meth:`quadratic` and :meth:`set_grad`: the products' inputs rounded to it and their
     results returned in it (for bfloat16 the GEMM accumulates in float32 and rounds its result once), then
     widened to x's dtype: the rounding of the full matrices' product and gradient in the same precision. The
-    diagonal blocks' gradients, rounded entry by entry, are then not exactly symmetric; :meth:`gamma` returns
-    their symmetric part.
+    diagonal blocks' gradients, rounded entry by entry, are then not exactly symmetric, nor are the held
+    diagonal blocks after a step; :meth:`gamma` returns each diagonal block's symmetric part.
 
-    The start ``gamma`` is read by its held entries alone (its symmetric part where it is symmetric, as the
-    closed-form starts are).
+    Only the held entries of the start ``gamma`` are read: a start that is not symmetric is taken as its
+    upper block triangle mirrored, not as its symmetric part (the closed-form starts are symmetric).
     """
 
     def __init__(self, gamma: torch.Tensor, block: int, dtype: torch.dtype | None = None):
