@@ -85,7 +85,7 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
     else:
         opt = schedulefree.ScheduleFreeWrapper(torch.optim.SGD(params, lr=lr), momentum=momentum)
     opt.train()
-    losses = []
+    diff = None
     with torch.no_grad():
         for _ in range(steps):
             x = mixture.sample(batch, generator, dtype=dtype)  # the draws of the mixture's dtype, mapped in dtype
@@ -96,7 +96,6 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
             beta.grad = r.T @ x
             forms.set_grad(r, x, low)
             opt.step()
-            losses.append(float((diff ** 2).mean()))
         if optimizer == "adamw_schedulefree":
             opt.eval()  # the schedule-free averaged iterate
         coefficients = (alpha.detach().to(mixture.dtype), beta.detach().to(mixture.dtype),  # without the last .grad
@@ -105,4 +104,5 @@ def quadratic_sgd(model, mixture: GaussianMixture, *, steps: int = 2000, batch: 
         "method": "sgd", "degree": 2, "iterations": steps, "residual": float("nan"), "batch": batch, "lr": lr,
         "init": init, "optimizer": optimizer, "products": str(low or dtype).removeprefix("torch."),
         **({"momentum": momentum} if optimizer == "sgd_schedulefree" else {}),
-        "seconds": time.perf_counter() - t0, "final_batch_mse": losses[-1] if losses else float("nan")})
+        "seconds": time.perf_counter() - t0,
+        "final_batch_mse": float((diff ** 2).mean()) if diff is not None else float("nan")})
