@@ -128,6 +128,9 @@ def test_the_forms_stay_symmetric_after_a_bfloat16_step():
     x, r = torch.randn(n, d, generator=g), torch.randn(n, o, generator=g)
     forms.set_grad(r, x, torch.bfloat16)
     torch.optim.SGD(forms.parameters, lr=0.5).step()
+    lo, hi = forms.spans[0]
+    held = forms.parameters[0].view(hi, o, hi - lo).permute(1, 0, 2)  # the first diagonal block, as held
+    assert not torch.equal(held, held.transpose(1, 2))  # the premise: the step left it unsymmetric
     G = forms.gamma()
     assert torch.equal(G, G.transpose(1, 2))
 
