@@ -4,7 +4,9 @@
 # epoch seconds, then user nice system idle iowait irq softirq steal, in clock ticks). At the end it prints
 # the run's wall, its CPU, and the machine's busy, idle, iowait and steal core-seconds over the run, so that
 # CPU outside the jobs' own CPU lines (bench/run_time.py) can be told from idle cores (bench/README.md,
-# "What a run spends outside its jobs").
+# "What a run spends outside its jobs"). Every second it also reads Snakemake's own process
+# (snakemake_stat.txt: epoch seconds, then its utime stime cutime cstime in clock ticks, /proc/PID/stat),
+# so that the CPU of Snakemake itself (all its threads) is told from that of the jobs it has reaped.
 #
 #   bench/timed_run.sh <folder for time.txt and proc_stat.txt> [snakemake arguments ...]
 #   e.g. nohup bench/timed_run.sh /tmp/paper_timing --cores 2 --configfile workflow/configs/paper.yaml > run.log 2>&1 &
@@ -19,8 +21,35 @@ if [ ! -x /usr/bin/time ]; then
     exit 2
 fi
 mkdir -p "$out"
-sample() { while :; do echo "$(date +%s) $(head -1 /proc/stat | cut -d' ' -f3-10)" >> "$out/proc_stat.txt"; sleep 10; done; }
+script=$$
+# Snakemake's own /proc/PID/stat fields 14-17 (utime stime cutime cstime), found as the child of this script's
+# /usr/bin/time (the kernel's list of a task's children); the command name, field 2, is skipped past its
+# closing parenthesis (it may hold spaces).
+children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true; }
+snakemake_stat() {
+    local tpid spid fields pid
+    tpid=""
+    for pid in $(children "$script"); do
+        [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = time ] && tpid=$pid
+    done
+    [ -n "$tpid" ] || return 0
+    spid=$(children "$tpid" | head -1)
+    [ -n "$spid" ] || return 0
+    fields=$(sed 's/^.*) //' "/proc/$spid/stat" 2>/dev/null | cut -d' ' -f12-15) || return 0
+    [ -n "$fields" ] && echo "$(date +%s) $fields" >> "$out/snakemake_stat.txt"
+    return 0
+}
+sample() {
+    local i=0
+    while :; do
+        if [ $((i % 10)) -eq 0 ]; then echo "$(date +%s) $(head -1 /proc/stat | cut -d' ' -f3-10)" >> "$out/proc_stat.txt"; fi
+        snakemake_stat
+        i=$((i + 1))
+        sleep 1
+    done
+}
 : > "$out/proc_stat.txt"
+: > "$out/snakemake_stat.txt"
 sample </dev/null >/dev/null 2>&1 & sampler=$!  # no fd of ours held open by its sleep
 trap 'kill $sampler 2>/dev/null || true' EXIT
 status=0
@@ -43,5 +72,10 @@ print(f"wall {last[0] - first[0]} s (sampled); snakemake and its jobs: user {num
       f"system {num('System time .seconds.')} s")
 print(f"machine over the run: busy {user + nice + system + irq + softirq:.0f} core-s, idle {idle:.0f}, "
       f"iowait {iowait:.0f}, steal {steal:.0f}")
+own = [line.split() for line in (out / "snakemake_stat.txt").read_text().split("\n") if line.strip()]
+if own:
+    t, ut, st, cut, cst = map(int, own[-1])
+    print(f"snakemake's own process: {(ut + st) / hz:.1f} CPU s; the jobs it had reaped: {(cut + cst) / hz:.1f} "
+          f"CPU s (its last sample, {last[0] - t} s before the end)")
 PY
 exit $status

@@ -1,7 +1,8 @@
 """bench/timed_run.sh: a run measured from outside. With a stand-in `snakemake` on PATH (a script that
 records its arguments and burns a little CPU), the script passes its arguments through, writes time.txt
-and proc_stat.txt, prints the run's CPU and the machine's busy and idle core-seconds, and returns the
-run's exit status; without an output folder it stops with its usage."""
+and proc_stat.txt, prints the run's CPU and the machine's busy and idle core-seconds, tells the stand-in's
+own CPU from its reaped children's (snakemake_stat.txt), and returns the run's exit status; without an
+output folder it stops with its usage."""
 
 from __future__ import annotations
 
@@ -51,3 +52,24 @@ def test_the_run_status_comes_back_and_no_folder_is_a_usage_error(tmp_path):
     assert done.returncode == 3 and (tmp_path / "t" / "time.txt").exists()
     usage = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=30)
     assert usage.returncode == 2 and "usage: bench/timed_run.sh OUT_DIR" in usage.stderr
+
+
+def test_snakemakes_own_cpu_is_told_from_its_jobs(tmp_path):
+    """The stand-in burns CPU in a child (a job) and then in its own process (a shell loop), then waits past a
+    sample: the summary gives each, and the two add up to what time measured for the whole tree."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "snakemake"
+    fake.write_text('#!/bin/bash\npython3 -c "sum(i * i for i in range(10_000_000))"\n'
+                    "x=0; for i in $(seq 1 400000); do x=$((x + i)); done\nsleep 2.5\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    out = tmp_path / "timing"
+    done = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = re.search(r"snakemake's own process: ([\d.]+) CPU s; the jobs it had reaped: ([\d.]+) CPU s", done.stdout)
+    assert line, done.stdout
+    own, reaped = float(line.group(1)), float(line.group(2))
+    assert own > 0.1 and reaped > 0.1  # the loop ran in the stand-in itself, the python in its child
+    total = sum(float(v) for v in re.search(r"user ([\d.]+) s, system ([\d.]+) s", done.stdout).groups())
+    assert abs(own + reaped - total) <= 0.05 + 0.02 * total  # clock ticks against time's microseconds
