@@ -11,7 +11,7 @@ from polyinterp.approx.core.device_clock import clock
 from polyinterp.approx.solvers.gram_operator import Theta, add, add_, block_combine, block_inner, cast
 
 
-STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over two iterations
+STALL_RATIO = 0.9  # a true residual when the recursive one fell by less than this over ``stall_window`` iterations
 
 
 def relative_residual(R: Theta, bnorm: torch.Tensor) -> torch.Tensor:
@@ -25,7 +25,8 @@ def _own(S: Theta, like: Theta) -> Theta:
 
 
 def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter: int, replace_factor: float = 0.1,
-              r0: Theta | None = None, deflation=None, direction_dtype: torch.dtype | None = None, op_mid=None):
+              r0: Theta | None = None, deflation=None, direction_dtype: torch.dtype | None = None, op_mid=None,
+              stall_window: int = 2):
     """Solve A X = rhs column by column in the joint Krylov space of all columns.
 
     The search block is A-orthonormalised every iteration (eigen-decomposition of PᵀAP, dropping
@@ -34,7 +35,7 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     Precision: ``op_lo`` computes the products inside the iteration (e.g. in bfloat16/float32);
     ``op_hi`` (float64) the true residual at the start, whenever the recursive residual fell by
     ``replace_factor`` since the last replacement (reliable updates; with ``op_mid`` an intermediate one is
-    anchored, below) or has stalled (fallen by less than :data:`STALL_RATIO` over two iterations), at
+    anchored, below) or has stalled (fallen by less than :data:`STALL_RATIO` over ``stall_window`` iterations), at
     ``max_iter`` and before declaring convergence, which is only ever declared on a true residual.
     ``op_mid``: products for the reliable updates that are neither final nor a stall restart (e.g. float32 ones
     where ``op_lo``'s are bfloat16): such an update is anchored at the last float64 pair (X_t, R_t),
@@ -42,6 +43,10 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     same residual to that round-off, at the price of an ``op_mid`` product instead of a float64 one).
     Convergence, ``max_iter`` and stall restarts still take a float64 residual, which becomes the next anchor.
     Default None: every reliable update is a float64 residual.
+    ``stall_window`` (default 2): the iterations over which a fall of less than :data:`STALL_RATIO` is a stall. A
+    system that converges by less than ≈ 5 % an iteration at its own pace (the Jacobi-preconditioned Hermite
+    Gram of :mod:`polyinterp.approx.fits.cubic_mixture`) needs a longer window, or it takes a float64 residual
+    every few iterations for no stall at all.
     ``r0``: the residual of ``x0`` when the caller has it already (neither ``x0`` nor ``r0`` is modified: the
     iteration updates its own copies in place). ``deflation``: a
     :class:`~polyinterp.approx.solvers.deflation.Deflation` or
@@ -110,9 +115,10 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
         it += 1
         final = bool((rel <= tol).all()) or it == max_iter
         since_replaced.append(float(rel.max()))
-        # stalled: no progress over two iterations (low-precision products leave residual parts, e.g. in
-        # a coarse space corrected only here, that the iteration cannot remove); a true residual restarts it
-        stalled = len(since_replaced) > 2 and since_replaced[-1] >= STALL_RATIO * since_replaced[-3]
+        # stalled: no progress over stall_window iterations (low-precision products leave residual parts, e.g.
+        # in a coarse space corrected only here, that the iteration cannot remove); a true residual restarts it
+        stalled = (len(since_replaced) > stall_window
+                   and since_replaced[-1] >= STALL_RATIO * since_replaced[-1 - stall_window])
         if final or stalled or bool((rel <= replace_factor * last_replaced).all()):
             t0 = time.perf_counter()  # the bool above waited for the device
             if deflation is not None and not every:

@@ -1,0 +1,37 @@
+"""block_pcg's stall window: on a system that converges slowly at its own pace (CG on a spectrum spread
+log-uniformly over three decades, ≈ 2.5 % an iteration), a window of two iterations calls that pace a stall
+and takes a float64 residual every few iterations; a window of six takes one where a decade is gained. Both
+reach the tolerance on a true residual, and both solutions are the direct solve's to the tolerance times the
+condition number."""
+
+from __future__ import annotations
+
+import torch
+
+from polyinterp.approx.solvers.block_pcg import block_pcg
+
+
+def _slow_system(n: int = 400, o: int = 3):
+    g = torch.Generator().manual_seed(0)
+    q, _ = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
+    a = (q * torch.logspace(-3, 0, n, dtype=torch.float64)) @ q.T
+    return a, torch.randn(o, n, generator=g, dtype=torch.float64)
+
+
+def test_a_longer_stall_window_takes_fewer_float64_residuals_to_the_same_tolerance():
+    a, rhs = _slow_system()
+    a32 = a.float()
+    op_hi = lambda t: (t[0] @ a,)  # noqa: E731
+    op_lo = lambda t: ((t[0].float() @ a32).double(),)  # noqa: E731  (float32 products, as the degree fits')
+    exact = torch.linalg.solve(a, rhs.T).T
+    tol, out = 1e-8, {}
+    for window in (2, 6):
+        (x,), it, rel, info = block_pcg(op_hi, op_lo, lambda t: t, (rhs,), (torch.zeros_like(rhs),), tol, 2000,
+                                        stall_window=window)
+        true_rel = ((rhs - x @ a).norm(dim=1) / rhs.norm(dim=1)).max()
+        assert float(rel.max()) <= tol and float(true_rel) <= 1.01 * tol  # declared on a true residual
+        assert float((x - exact).norm() / exact.norm()) <= tol * 1e3  # κ = 10³
+        out[window] = info["true_residuals"]
+    # at ≈ 2.5 % an iteration, two iterations never fall by 10 %: a float64 residual every third iteration
+    # or so over the ≈ 250 it takes (58 here) against one a decade and the start (≈ 10 here)
+    assert out[6] * 3 <= out[2], out
