@@ -66,18 +66,23 @@ def test_float32_form_moves_fvu_and_kl_by_less_than_1e6_at_mnist_scale(random_mo
         assert change < 1e-6, name
 
 
+def _form_case(d: int, seed: int, o: int = 3):
+    """A random approximant with a non-symmetric Γ, 77 inputs, the plain contraction α + βx + Σᵢⱼ Γᵢⱼ xᵢ xⱼ on
+    them and its largest magnitude."""
+    g = torch.Generator().manual_seed(seed)
+    ap = Approximant(torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
+                     torch.randn(o, d, d, generator=g, dtype=DT) / d)
+    x = torch.randn(77, d, generator=g, dtype=DT)
+    want = ap.alpha + x @ ap.beta.T + torch.einsum("oij,ni,nj->no", ap.gamma, x, x)
+    return ap, x, want, float(want.abs().max())
+
+
 @pytest.mark.parametrize("d", [5, 128, 129, 300])
 def test_block_triangle_form_equals_the_full_contraction(d):
     """g(x) by the quadratic form's upper block triangle (blocks of ≤ 128 inputs) against the plain
     contraction α + βx + Σᵢⱼ Γᵢⱼ xᵢ xⱼ, for a non-symmetric Γ (the form sees its symmetric part), one
     block or several, chunked or not, in float64 and float32."""
-    g = torch.Generator().manual_seed(d)
-    o = 3
-    ap = Approximant(torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
-                     torch.randn(o, d, d, generator=g, dtype=DT) / d)
-    x = torch.randn(77, d, generator=g, dtype=DT)
-    want = ap.alpha + x @ ap.beta.T + torch.einsum("oij,ni,nj->no", ap.gamma, x, x)
-    scale = float(want.abs().max())
+    ap, x, want, scale = _form_case(d, seed=d)
     torch.testing.assert_close(ap(x), want, rtol=0, atol=1e-13 * scale)
     torch.testing.assert_close(ap(x, chunk_size=10), want, rtol=0, atol=1e-13 * scale)
     torch.testing.assert_close(ap(x[3]), want[3], rtol=0, atol=1e-13 * scale)
@@ -87,17 +92,12 @@ def test_block_triangle_form_equals_the_full_contraction(d):
 @pytest.mark.parametrize("d", [5, 129])
 def test_form_in_cache_sized_rows_equals_the_full_contraction(d, monkeypatch):
     """With the rows of a block row's product cut to 7 at a time (the cache budget lowered to 7 rows' worth),
-    77 rows in chunks of 30 (sub-blocks of 7, 7, 7, 7, 2 in each) give the plain contraction, in float64 and
-    float32, for one block or two."""
+    77 rows in chunks of 30 (sub-blocks of 7, 7, 7, 7, 2, and 7, 7, 3 in the last) or in one chunk give the
+    plain contraction, in float64 and float32, for one block or two."""
     import polyinterp.approx.core.approximant as approximant
 
-    g = torch.Generator().manual_seed(10 + d)
     o = 3
-    ap = Approximant(torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
-                     torch.randn(o, d, d, generator=g, dtype=DT) / d)
-    x = torch.randn(77, d, generator=g, dtype=DT)
-    want = ap.alpha + x @ ap.beta.T + torch.einsum("oij,ni,nj->no", ap.gamma, x, x)
-    scale = float(want.abs().max())
+    ap, x, want, scale = _form_case(d, seed=10 + d)
     for dtype, atol in ((DT, 1e-13), (torch.float32, 1e-6)):
         monkeypatch.setattr(approximant, "_QUAD_ROWS_BYTES", 7 * dtype.itemsize * o * d)
         torch.testing.assert_close(ap(x, chunk_size=30, quad_dtype=dtype), want, rtol=0, atol=atol * scale)
