@@ -67,8 +67,8 @@ def test_float32_form_moves_fvu_and_kl_by_less_than_1e6_at_mnist_scale(random_mo
 
 
 def _form_case(d: int, seed: int, o: int = 3):
-    """A random approximant with a non-symmetric Γ, 77 inputs, the plain contraction α + βx + Σᵢⱼ Γᵢⱼ xᵢ xⱼ on
-    them and its largest magnitude."""
+    """A random approximant with a non-symmetric Γ, 77 inputs, the plain contraction α + βx + Σᵢⱼ Γᵢⱼ xᵢ xⱼ
+    on them and its largest magnitude."""
     g = torch.Generator().manual_seed(seed)
     ap = Approximant(torch.randn(o, generator=g, dtype=DT), torch.randn(o, d, generator=g, dtype=DT),
                      torch.randn(o, d, d, generator=g, dtype=DT) / d)

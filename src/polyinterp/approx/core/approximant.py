@@ -13,7 +13,7 @@ from polyinterp.approx.core.fitted_polynomial import FittedPolynomial, chunk_row
 
 _CHUNK_BYTES = 128 * 2**20
 _QUAD_BLOCK = 128  # inputs per block row of the quadratic form's evaluation (Approximant.__call__)
-_QUAD_ROWS_BYTES = 8 * 2**20  # a block row's product [rows, o·(d − lo)] is taken over this many bytes of rows at a time
+_QUAD_ROWS_BYTES = 8 * 2**20  # bytes of a block row's product [rows, o·(d − lo)] taken at a time
 
 
 @dataclass(frozen=True)
