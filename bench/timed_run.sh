@@ -22,22 +22,27 @@ if [ ! -x /usr/bin/time ]; then
 fi
 mkdir -p "$out"
 script=$$
-# Snakemake's own /proc/PID/stat fields 14-17 (utime stime cutime cstime), found as the child of this script's
-# /usr/bin/time (the kernel's list of a task's children); the command name, field 2, is skipped past its
-# closing parenthesis (it may hold spaces).
+# Snakemake's own /proc/PID/stat fields 14-17 (utime stime cutime cstime), found once as the child of this script's
+# /usr/bin/time (the kernel's list of a task's children), then read every second with shell builtins alone (no
+# process started beside the run); the command name, field 2, is skipped past its closing parenthesis (it may
+# hold spaces).
 children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' || true; }
-snakemake_stat() {
-    local tpid spid fields pid
-    tpid=""
+snakemake_pid=""
+find_snakemake() {
+    local pid
     for pid in $(children "$script"); do
-        [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = time ] && tpid=$pid
+        if [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = time ]; then
+            snakemake_pid=$(children "$pid" | head -1)
+        fi
     done
-    [ -n "$tpid" ] || return 0
-    spid=$(children "$tpid" | head -1)
-    [ -n "$spid" ] || return 0
-    fields=$(sed 's/^.*) //' "/proc/$spid/stat" 2>/dev/null | cut -d' ' -f12-15) || return 0
-    [ -n "$fields" ] && echo "$(date +%s) $fields" >> "$out/snakemake_stat.txt"
-    return 0
+    [ -n "$snakemake_pid" ]
+}
+snakemake_stat() {
+    local line
+    [ -n "$snakemake_pid" ] || find_snakemake || return 0
+    read -r line < "/proc/$snakemake_pid/stat" || return 0
+    set -- ${line##*) }
+    printf '%(%s)T %s %s %s %s\n' -1 "${12}" "${13}" "${14}" "${15}" >> "$out/snakemake_stat.txt"
 }
 sample() {
     local i=0

@@ -6,8 +6,10 @@ condition number."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.block_pcg import block_pcg
 
 
@@ -35,3 +37,11 @@ def test_a_longer_stall_window_takes_fewer_float64_residuals_to_the_same_toleran
     # at ≈ 2.5 % an iteration, two iterations never fall by 10 %: a float64 residual every third iteration
     # or so over the ≈ 250 it takes (58 here) against one a decade and the start (≈ 10 here)
     assert out[6] * 3 <= out[2], out
+
+
+@pytest.mark.parametrize("window", [0, -1, 2.0, True])
+def test_a_stall_window_that_is_not_a_positive_int_is_refused(window):
+    a, rhs = _slow_system(n=8, o=1)
+    op = lambda t: (t[0] @ a,)  # noqa: E731
+    with pytest.raises(ApproxInputError, match="stall_window"):
+        block_pcg(op, op, lambda t: t, (rhs,), (torch.zeros_like(rhs),), 1e-8, 10, stall_window=window)

@@ -8,6 +8,7 @@ import time
 import torch
 
 from polyinterp.approx.core.device_clock import clock
+from polyinterp.approx.core.errors import ApproxInputError
 from polyinterp.approx.solvers.gram_operator import Theta, add, add_, block_combine, block_inner, cast
 
 
@@ -43,10 +44,11 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     same residual to that round-off, at the price of an ``op_mid`` product instead of a float64 one).
     Convergence, ``max_iter`` and stall restarts still take a float64 residual, which becomes the next anchor.
     Default None: every reliable update is a float64 residual.
-    ``stall_window`` (default 2): the iterations over which a fall of less than :data:`STALL_RATIO` is a stall. A
-    system that converges by less than ≈ 5 % an iteration at its own pace (the Jacobi-preconditioned Hermite
-    Gram of :mod:`polyinterp.approx.fits.cubic_mixture`) needs a longer window, or it takes a float64 residual
-    every few iterations for no stall at all.
+    ``stall_window`` (default 2; a positive int, else :class:`ApproxInputError`): the iterations over which a fall
+    of less than :data:`STALL_RATIO` is a stall. A system whose residual falls slowly and not monotonically at its
+    own pace (the Jacobi-preconditioned Hermite Gram of :mod:`polyinterp.approx.fits.cubic_mixture`, ≈ 8 % an
+    iteration on average) often falls by less than that over two iterations; a longer window keeps it from
+    taking a float64 residual every few iterations for no stall at all.
     ``r0``: the residual of ``x0`` when the caller has it already (neither ``x0`` nor ``r0`` is modified: the
     iteration updates its own copies in place). ``deflation``: a
     :class:`~polyinterp.approx.solvers.deflation.Deflation` or
@@ -68,6 +70,8 @@ def block_pcg(op_hi, op_lo, precond, rhs: Theta, x0: Theta, tol: float, max_iter
     ``true_residual_seconds`` the time of the later float64 residuals with their coarse corrections and
     ``anchored_residual_seconds`` that of the ``op_mid`` updates with theirs.
     """
+    if isinstance(stall_window, bool) or not isinstance(stall_window, int) or stall_window < 1:
+        raise ApproxInputError(f"stall_window must be a positive int (iterations), got {stall_window!r}")
     t_start = clock(rhs[-1])
     ddt = direction_dtype or rhs[-1].dtype
     low = lambda S: cast(S, ddt)  # noqa: E731  (no copy when already in ddt)
