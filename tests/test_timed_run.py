@@ -18,13 +18,16 @@ pytestmark = pytest.mark.skipif(not Path("/usr/bin/time").exists() or not Path("
                                 reason="needs /usr/bin/time and /proc/stat (Linux)")
 
 
-def _fake_snakemake(tmp_path: Path, status: int) -> dict:
+def _fake_snakemake(tmp_path: Path, status: int = 0, body: str | None = None) -> dict:
+    """The environment with a stand-in `snakemake` first on PATH: by default it records its arguments, burns a
+    little CPU in a child and exits with ``status``; ``body`` replaces what it does."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "snakemake"
-    fake.write_text(f'#!/bin/bash\necho "$@" > {tmp_path}/args.txt\n'
-                    'python3 -c "sum(i * i for i in range(2_000_000))"\n'
-                    f"exit {status}\n")
+    fake.write_text("#!/bin/bash\n" + (body if body is not None else
+                                       f'echo "$@" > {tmp_path}/args.txt\n'
+                                       'python3 -c "sum(i * i for i in range(2_000_000))"\n'
+                                       f"exit {status}\n"))
     fake.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
@@ -57,13 +60,8 @@ def test_the_run_status_comes_back_and_no_folder_is_a_usage_error(tmp_path):
 def test_snakemakes_own_cpu_is_told_from_its_jobs(tmp_path):
     """The stand-in burns CPU in a child (a job) and then in its own process (a shell loop), then waits past a
     sample: the summary gives each, and the two add up to what time measured for the whole tree."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "snakemake"
-    fake.write_text('#!/bin/bash\npython3 -c "sum(i * i for i in range(10_000_000))"\n'
-                    "x=0; for i in $(seq 1 400000); do x=$((x + i)); done\nsleep 2.5\n")
-    fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = _fake_snakemake(tmp_path, body='python3 -c "sum(i * i for i in range(10_000_000))"\n'
+                                         "x=0; for i in $(seq 1 400000); do x=$((x + i)); done\nsleep 2.5\n")
     out = tmp_path / "timing"
     done = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -96,9 +96,8 @@ def test_form_in_cache_sized_rows_equals_the_full_contraction(d, monkeypatch):
     plain contraction, in float64 and float32, for one block or two."""
     import polyinterp.approx.core.approximant as approximant
 
-    o = 3
     ap, x, want, scale = _form_case(d, seed=10 + d)
     for dtype, atol in ((DT, 1e-13), (torch.float32, 1e-6)):
-        monkeypatch.setattr(approximant, "_QUAD_ROWS_BYTES", 7 * dtype.itemsize * o * d)
+        monkeypatch.setattr(approximant, "_QUAD_ROWS_BYTES", 7 * dtype.itemsize * ap.o * d)
         torch.testing.assert_close(ap(x, chunk_size=30, quad_dtype=dtype), want, rtol=0, atol=atol * scale)
         torch.testing.assert_close(ap(x, quad_dtype=dtype), want, rtol=0, atol=atol * scale)

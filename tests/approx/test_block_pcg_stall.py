@@ -1,6 +1,7 @@
-"""block_pcg's stall window: on a system that converges slowly at its own pace (CG on a spectrum spread
-log-uniformly over three decades, ≈ 2.5 % an iteration), a window of two iterations calls that pace a stall
-and takes a float64 residual every few iterations; a window of six takes one where a decade is gained. Both
+"""block_pcg's stall window: on a system that converges slowly and not monotonically at its own pace (CG on a
+spectrum spread log-uniformly over three decades: 10⁻⁸ in ≈ 250 iterations, ≈ 7 % an iteration on average), a
+window of two iterations often calls that pace a stall and takes a float64 residual every few iterations; a
+window of six takes one about where a decade is gained. Both
 reach the tolerance on a true residual, and both solutions are the direct solve's to the tolerance times the
 condition number."""
 
@@ -34,8 +35,9 @@ def test_a_longer_stall_window_takes_fewer_float64_residuals_to_the_same_toleran
         assert float(rel.max()) <= tol and float(true_rel) <= 1.01 * tol  # declared on a true residual
         assert float((x - exact).norm() / exact.norm()) <= tol * 1e3  # κ = 10³
         out[window] = info["true_residuals"]
-    # at ≈ 2.5 % an iteration, two iterations never fall by 10 %: a float64 residual every third iteration
-    # or so over the ≈ 250 it takes (58 here) against one a decade and the start (≈ 10 here)
+    # the residual's ups and downs make two iterations fall by less than 10 % every few iterations: 58 float64
+    # residuals over the ≈ 250 iterations with a window of 2 against 11 with 6 (one a decade and the start),
+    # on this machine; the ratio asked for is well inside that
     assert out[6] * 3 <= out[2], out
 
 
