@@ -1,10 +1,13 @@
 """What the workflow's rules import at parse time, and nothing else does: the MNIST checkpoint schedule
 and the config keys that select checkpoints, the cubic study's views (which folders a config asks
-for and what each view rule passes on) and the grid's rule parameters. Rules are thin declarations:
-they compute their files and ``params`` here and call the package's steps through ``polyinterp.cli``;
-the steps never import this module."""
+for and what each view rule passes on) and the grid's rule parameters; and the one change the Snakefile
+makes to Snakemake itself, one pending re-evaluation timer in its scheduler (the last section). Rules are
+thin declarations: they compute their files and ``params`` here and call the package's steps through
+``polyinterp.cli``; the steps never import this module."""
 
 from __future__ import annotations
+
+import threading
 
 from polyinterp.cubic.views.grid import check_widths, grid_points
 from polyinterp.cubic.views.regressor_views import capacity_variants, layer_saes, training_steps
@@ -301,3 +304,49 @@ def point_files(pattern: str, cubic_cfg: dict, seeds) -> list[str]:
     """``pattern`` (with {seed}, {ia}, {ib}) for every seed × grid point, seed-major: the order of the rows."""
     points = grid_points(cubic_cfg["grid"], cubic_cfg["task"]["ranges"])
     return [str(pattern).format(seed=s, ia=p["ia"], ib=p["ib"]) for s in seeds for p in points]
+
+
+# ---------------------------------------------------------------------------- Snakemake's scheduler
+# Snakemake 9's scheduler (snakemake.scheduling.job_scheduler.JobScheduler) runs a pass whenever its
+# semaphore is released: a job finished, or a threading.Timer it started fired. Every pass that leaves
+# ready jobs waiting ends by starting such a timer, of the job rate limit's timespan (--max-jobs-per-timespan,
+# default 100/1s), so that jobs the limit held back are looked at again (_schedule_reevalutation). A pass
+# started by a timer starts the next one; a pass started by a finished job starts one more. So while jobs
+# wait for a core, every finished job adds a chain of passes, one a second, until no job waits: after k
+# finished jobs, k passes a second, each re-reading every ready job's params, resources and input sizes
+# (bench/README.md, "Snakemake's re-evaluation timers").
+
+
+def _schedule_reevaluation(self, delay) -> None:
+    """``JobScheduler._schedule_reevalutation`` with at most one pending timer per ``delay``: a pass asks for
+    a re-evaluation after ``delay`` as before, but while one with that delay is pending no second one is
+    started. The pending one, when it fires, runs a pass, and that pass asks again if jobs still wait, so
+    every job the rate limit held back is looked at again within ``delay``, as before. The timers are
+    daemon threads: the process does not wait for the last one at its end."""
+    pending = self.__dict__.setdefault("_polyinterp_pending_reevaluations", set())
+    if delay in pending:
+        return
+    pending.add(delay)
+
+    def fire():
+        pending.discard(delay)  # before the release: the pass it starts may ask for the next one
+        self._open_jobs.release()
+
+    timer = threading.Timer(delay, fire)
+    timer.daemon = True
+    timer.start()
+
+
+def one_reevaluation_timer() -> bool:
+    """Give Snakemake's ``JobScheduler`` :func:`_schedule_reevaluation` in place of its own method (the
+    Snakefile calls it; nothing else in Snakemake changes). Returns whether it is in place: False where the
+    installed Snakemake has no such method (another version's scheduler, left as it is). Calling it again
+    changes nothing."""
+    try:
+        from snakemake.scheduling.job_scheduler import JobScheduler
+    except ImportError:
+        return False
+    if not hasattr(JobScheduler, "_schedule_reevalutation"):
+        return False
+    JobScheduler._schedule_reevalutation = _schedule_reevaluation
+    return True

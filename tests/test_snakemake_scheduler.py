@@ -1,0 +1,81 @@
+"""polyinterp.rules.one_reevaluation_timer: one pending re-evaluation timer per delay, in place of Snakemake's timer
+per pass. On a stand-in scheduler (a semaphore): however often a pass asks, one release per delay, and a
+new one once it fired. On Snakemake itself: its scheduler takes the method, and a workflow whose jobs wait
+for the one core keeps as few threads as a workflow of one job (each pending timer is a thread: without
+the change, every finished job added one)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from polyinterp.rules import _schedule_reevaluation, one_reevaluation_timer
+
+SRC = Path(__file__).parents[1] / "src"
+
+
+class _Scheduler:
+    def __init__(self):
+        self._open_jobs = threading.Semaphore(0)
+
+
+def test_one_pending_timer_per_delay_and_a_new_one_after_it_fired():
+    sched = _Scheduler()
+    for _ in range(5):
+        _schedule_reevaluation(sched, 0.05)
+    _schedule_reevaluation(sched, 0.1)  # another delay: its own timer
+    timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
+    assert timers and all(t.daemon for t in timers)  # the process never waits for one at its end
+    assert sched._open_jobs.acquire(timeout=10) and sched._open_jobs.acquire(timeout=10)
+    assert not sched._open_jobs.acquire(timeout=0.5)  # five asks at 0.05 s released once
+    _schedule_reevaluation(sched, 0.05)  # fired: the next ask starts a new one
+    assert sched._open_jobs.acquire(timeout=10)
+
+
+def test_snakemakes_scheduler_takes_it(monkeypatch):
+    from snakemake.scheduling import job_scheduler
+
+    if not hasattr(job_scheduler.JobScheduler, "_schedule_reevalutation"):
+        assert not one_reevaluation_timer()
+        pytest.skip("this Snakemake's scheduler has no _schedule_reevalutation: left as it is")
+    monkeypatch.setattr(job_scheduler.JobScheduler, "_schedule_reevalutation",
+                        job_scheduler.JobScheduler._schedule_reevalutation)  # restored after the test
+    assert one_reevaluation_timer() and one_reevaluation_timer()
+    assert job_scheduler.JobScheduler._schedule_reevalutation is _schedule_reevaluation
+
+
+def _most_threads(folder: Path, jobs: int) -> int:
+    """The most threads Snakemake had while running ``jobs`` jobs of `sleep 0.3` one at a time, with the
+    one-timer change applied by the Snakefile."""
+    (folder / "Snakefile").write_text(
+        f"import sys\nsys.path.insert(0, {str(SRC)!r})\n"
+        "from polyinterp.rules import one_reevaluation_timer\nassert one_reevaluation_timer()\n"
+        f"rule all:\n    input: expand('out/{{i}}.txt', i=range({jobs}))\n"
+        "rule sleep:\n    output: 'out/{i}.txt'\n    shell: 'sleep 0.3 && touch {output}'\n")
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", "--quiet", "all"], cwd=folder,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    most = 0
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            break
+        most = max(most, int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:"))))
+        time.sleep(0.05)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()[-3000:]
+    assert (folder / "out" / f"{jobs - 1}.txt").exists()
+    return most
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_waiting_jobs_add_no_threads_to_snakemake(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    one = _most_threads(tmp_path / "one", 1)
+    many = _most_threads(tmp_path / "many", 15)  # 14 waiting at first: 14 more chains as Snakemake has it
+    assert many <= one + 2, (one, many)
