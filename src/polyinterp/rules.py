@@ -321,8 +321,9 @@ def _schedule_reevaluation(self, delay) -> None:
     """``JobScheduler._schedule_reevalutation`` with at most one pending timer per ``delay``: a pass asks for
     a re-evaluation after ``delay`` as before, but while one with that delay is pending no second one is
     started. The pending one, when it fires, runs a pass, and that pass asks again if jobs still wait, so
-    every job the rate limit held back is looked at again within ``delay``, as before. The timers are
-    daemon threads: the process does not wait for the last one at its end."""
+    a job the rate limit held back is looked at again at most two delays after (Snakemake's own: one; the
+    limit, 100 jobs a second by default, does not bind on a workstation). The timers are daemon threads:
+    the process does not wait for the last one at its end."""
     pending = self.__dict__.setdefault("_polyinterp_pending_reevaluations", set())
     if delay in pending:
         return
