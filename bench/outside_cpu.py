@@ -19,7 +19,6 @@ CPU outside the records, and both over the run in windows of ``--window`` second
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 from collections import defaultdict
@@ -82,7 +81,7 @@ def main(argv=None) -> None:
         if job.finished is None or rec is None:
             unrecorded += job.finished is not None
             continue
-        epoch = int(job.finished.replace(tzinfo=None).timestamp())  # the log's stamps are local time
+        epoch = int(job.finished.timestamp())  # naive: the log's stamps are local time, as timestamp() takes them
         finishes.append((epoch, {"rule": job.rule, "cpu": rec["cpu_s"], "log": job.logs[0]}))
 
     outside = defaultdict(float)
