@@ -12,7 +12,8 @@ the Python process and its reaped children, from the process's start to the reco
 The script pairs the reaps with the jobs that Snakemake's log says finished then: events (a growth of the
 reaped CPU, a job's "Finished" stamp) less than ``--join`` seconds apart form one cluster, whose reaped CPU
 less its jobs' records is CPU of those jobs' trees outside their records (split between a cluster's jobs in
-proportion to their records). It prints Snakemake's own CPU, the reaped CPU against Σ records, per rule the
+proportion to their records; a cluster with a finished job that wrote no record, a failed step, is counted
+apart). It prints Snakemake's own CPU, the reaped CPU against Σ records, per rule the
 CPU outside the records, and both over the run in windows of ``--window`` seconds.
 """
 
@@ -66,52 +67,61 @@ def main(argv=None) -> None:
     timing = args.timing or args.run / "timing"
     hz = os.sysconf("SC_CLK_TCK")
     stat = read_stat(timing / "snakemake_stat.txt", hz)
-    logs = sorted((args.run / ".snakemake" / "log").glob("*.snakemake.log"))
+    logs = [parse_run_log(p.read_text(errors="replace"))
+            for p in sorted((args.run / ".snakemake" / "log").glob("*.snakemake.log"))]
+    logs = [lg for lg in logs if lg.first is not None]
     if not logs:
         raise SystemExit(f"no Snakemake log under {args.run / '.snakemake/log'}")
-    run_log = parse_run_log(logs[-1].read_text(errors="replace"))
+    # the invocation that was sampled: the log that starts nearest the first sample (its stamps: local time)
+    run_log = min(logs, key=lambda lg: abs(lg.first.timestamp() - stat[0][0]))
 
     # reaps: growth of the reaped children's CPU between samples, at the later sample's second
     reaps = [(b[0], b[2] - a[2]) for a, b in zip(stat, stat[1:]) if b[2] > a[2]]
     finishes, unrecorded = [], 0
     for job in run_log.jobs:
-        if not job.logs:  # a target rule (all): no step, no record
+        if not job.logs or job.finished is None:  # a target rule (all): no step; or a job that never finished
             continue
         rec = next((r for r in (logged_job_seconds(args.run / p) for p in job.logs) if r), None)
-        if job.finished is None or rec is None:
-            unrecorded += job.finished is not None
-            continue
+        unrecorded += rec is None
         epoch = int(job.finished.timestamp())  # naive: the log's stamps are local time, as timestamp() takes them
-        finishes.append((epoch, {"rule": job.rule, "cpu": rec["cpu_s"], "log": job.logs[0]}))
+        finishes.append((epoch, {"rule": job.rule, "cpu": None if rec is None else rec["cpu_s"]}))
 
     outside = defaultdict(float)
     records = defaultdict(float)
     jobs_of = defaultdict(int)
-    orphan = 0.0  # reaped CPU in clusters without a finished job with a record
+    orphan = 0.0  # reaped CPU in clusters without a finished job
+    unmatched = 0.0  # reaped CPU in clusters with a finished job without a record (a failed step)
     over_time = defaultdict(lambda: [0.0, 0.0])  # window → [reaped, records]
     t0 = stat[0][0]
     for cl_reaps, cl_jobs in clusters(reaps, finishes, args.join):
         reaped = sum(d for _, d in cl_reaps)
-        recorded = sum(j["cpu"] for _, j in cl_jobs)
         when = (cl_reaps or cl_jobs)[0][0]
-        over_time[(when - t0) // args.window][0] += reaped
-        over_time[(when - t0) // args.window][1] += recorded
         if not cl_jobs:
             orphan += reaped
+            over_time[(when - t0) // args.window][0] += reaped
             continue
+        if any(j["cpu"] is None for _, j in cl_jobs):
+            unmatched += reaped
+            over_time[(when - t0) // args.window][0] += reaped
+            continue
+        recorded = sum(j["cpu"] for _, j in cl_jobs)
+        over_time[(when - t0) // args.window][0] += reaped
+        over_time[(when - t0) // args.window][1] += recorded
         for _, j in cl_jobs:
             share = j["cpu"] / recorded if recorded > 0 else 1 / len(cl_jobs)
             outside[j["rule"]] += (reaped - recorded) * share
             records[j["rule"]] += j["cpu"]
             jobs_of[j["rule"]] += 1
 
-    own_end, reaped_end = stat[-1][1] - stat[0][1], stat[-1][2] - stat[0][2]
+    own_total, reaped_total = stat[-1][1] - stat[0][1], stat[-1][2] - stat[0][2]
     total_rec = sum(records.values())
-    print(f"samples {stat[0][0]}–{stat[-1][0]} ({stat[-1][0] - stat[0][0]} s), {len(finishes)} jobs with a record"
-          + (f", {unrecorded} finished without one" if unrecorded else ""))
-    print(f"Snakemake's own process: {own_end:.1f} CPU s; reaped children: {reaped_end:.1f} CPU s against Σ records "
-          f"{total_rec:.1f} s: {reaped_end - total_rec:+.1f} s outside the records")
-    print(f"reaped CPU in clusters without a recorded job: {orphan:.1f} s\n")
+    print(f"samples {stat[0][0]}–{stat[-1][0]} ({stat[-1][0] - stat[0][0]} s), {len(finishes) - unrecorded} jobs "
+          f"with a record" + (f", {unrecorded} finished without one" if unrecorded else ""))
+    print(f"Snakemake's own process: {own_total:.1f} CPU s; reaped children: {reaped_total:.1f} CPU s against "
+          f"Σ records {total_rec:.1f} s: {reaped_total - total_rec:+.1f} s outside the records")
+    print(f"reaped CPU in clusters without a finished job: {orphan:.1f} s"
+          + (f"; with a job without a record (left out of the rules' rows): {unmatched:.1f} s" if unmatched else "")
+          + "\n")
     print("| rule | jobs | Σ records CPU s | reaped − records s | per job s |")
     print("| --- | --- | --- | --- | --- |")
     for rule in sorted(records, key=lambda r: -abs(outside[r])):

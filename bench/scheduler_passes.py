@@ -13,9 +13,10 @@ resources and input sizes (snakemake/scheduling/job_scheduler.py, ``schedule`` a
 The script writes a workflow of N jobs that each sleep S seconds (no CPU of their own) into a temporary
 folder and runs it on C cores (so that N − C jobs wait), once as it is and once with the call the
 workflow's Snakefile makes, ``polyinterp.rules.one_reevaluation_timer()`` (one pending re-evaluation at a
-time), R rounds in turn; both import ``polyinterp.rules`` (with torch), as the workflow does. It prints, per run, the wall seconds, Snakemake's own CPU
-seconds (utime + stime of its process, all its threads: ``/proc/PID/stat`` read every 0.2 s, its last reading
-before the process ended) and the most threads it had at once (the same readings). Linux only (``/proc``).
+time), R rounds in turn; both import ``polyinterp.rules`` (with torch), as the workflow does. It prints, per
+run, the wall seconds, Snakemake's own CPU seconds (utime + stime of its process, all its threads:
+``/proc/PID/stat`` read every 0.2 s, its last reading before the process ended) and the most threads it had
+at once (the same readings). Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def run_once(folder: Path, snakefile: str, cores: int) -> dict:
     (folder / "Snakefile").write_text(snakefile)
     snakemake = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
     start = time.monotonic()
-    proc = subprocess.Popen([snakemake, "--cores", str(cores), "--quiet", "all"], cwd=folder,
+    proc = subprocess.Popen([snakemake, "all", "--cores", str(cores), "--quiet", "progress"], cwd=folder,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     own, threads = 0.0, 0
     while proc.poll() is None:
@@ -85,7 +86,8 @@ def main(argv=None) -> None:
     if args.jobs <= args.cores:
         ap.error(f"--jobs ({args.jobs}) must exceed --cores ({args.cores}), so that jobs wait for a core")
     plain = SNAKEFILE.format(jobs=args.jobs, seconds=args.seconds)
-    variants = {"as installed": IMPORT + plain, "one pending timer": IMPORT + "assert one_reevaluation_timer()\n" + plain}
+    variants = {"as installed": IMPORT + plain,
+                "one pending timer": IMPORT + "assert one_reevaluation_timer()\n" + plain}
     results = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="scheduler_passes_") as tmp:
         for _ in range(args.rounds):

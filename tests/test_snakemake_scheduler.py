@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from polyinterp.rules import _schedule_reevaluation, one_reevaluation_timer
+from polyinterp.rules import _one_pending_reevaluation, one_reevaluation_timer
 
 SRC = Path(__file__).parents[1] / "src"
 
@@ -27,14 +27,35 @@ class _Scheduler:
 def test_one_pending_timer_per_delay_and_a_new_one_after_it_fired():
     sched = _Scheduler()
     for _ in range(5):
-        _schedule_reevaluation(sched, 0.05)
-    _schedule_reevaluation(sched, 0.1)  # another delay: its own timer
+        _one_pending_reevaluation(sched, 0.05)
+    _one_pending_reevaluation(sched, 0.1)  # another delay: its own timer
     timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
     assert timers and all(t.daemon for t in timers)  # the process never waits for one at its end
     assert sched._open_jobs.acquire(timeout=10) and sched._open_jobs.acquire(timeout=10)
     assert not sched._open_jobs.acquire(timeout=0.5)  # five asks at 0.05 s released once
-    _schedule_reevaluation(sched, 0.05)  # fired: the next ask starts a new one
+    _one_pending_reevaluation(sched, 0.05)  # fired: the next ask starts a new one
     assert sched._open_jobs.acquire(timeout=10)
+
+
+def test_a_pass_started_by_the_timer_can_ask_for_the_next_one():
+    """The timer leaves the pending set before it releases: the pass it starts (here at once, inside the
+    release) finds none pending and starts the next timer, so re-evaluations go on while jobs wait."""
+    releases = threading.Semaphore(0)
+
+    class _Rearming:
+        def __init__(self, sched):
+            self.sched, self.calls = sched, 0
+
+        def release(self):
+            self.calls += 1
+            if self.calls == 1:
+                _one_pending_reevaluation(self.sched, 0.05)  # the pass asks again
+            releases.release()
+
+    sched = _Scheduler()
+    sched._open_jobs = _Rearming(sched)
+    _one_pending_reevaluation(sched, 0.05)
+    assert releases.acquire(timeout=10) and releases.acquire(timeout=10)  # the second timer fired too
 
 
 def test_snakemakes_scheduler_takes_it(monkeypatch):
@@ -46,7 +67,7 @@ def test_snakemakes_scheduler_takes_it(monkeypatch):
     monkeypatch.setattr(job_scheduler.JobScheduler, "_schedule_reevalutation",
                         job_scheduler.JobScheduler._schedule_reevalutation)  # restored after the test
     assert one_reevaluation_timer() and one_reevaluation_timer()
-    assert job_scheduler.JobScheduler._schedule_reevalutation is _schedule_reevaluation
+    assert job_scheduler.JobScheduler._schedule_reevalutation is _one_pending_reevaluation
 
 
 def _most_threads(folder: Path, jobs: int) -> int:
@@ -57,8 +78,8 @@ def _most_threads(folder: Path, jobs: int) -> int:
         "from polyinterp.rules import one_reevaluation_timer\nassert one_reevaluation_timer()\n"
         f"rule all:\n    input: expand('out/{{i}}.txt', i=range({jobs}))\n"
         "rule sleep:\n    output: 'out/{i}.txt'\n    shell: 'sleep 0.3 && touch {output}'\n")
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", "--quiet", "all"], cwd=folder,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "all", "--cores", "1", "--quiet", "progress"],
+                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     most = 0
     while proc.poll() is None:
         try:

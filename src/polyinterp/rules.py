@@ -308,16 +308,16 @@ def point_files(pattern: str, cubic_cfg: dict, seeds) -> list[str]:
 
 # ---------------------------------------------------------------------------- Snakemake's scheduler
 # Snakemake 9's scheduler (snakemake.scheduling.job_scheduler.JobScheduler) runs a pass whenever its
-# semaphore is released: a job finished, or a threading.Timer it started fired. Every pass that leaves
-# ready jobs waiting ends by starting such a timer, of the job rate limit's timespan (--max-jobs-per-timespan,
-# default 100/1s), so that jobs the limit held back are looked at again (_schedule_reevalutation). A pass
-# started by a timer starts the next one; a pass started by a finished job starts one more. So while jobs
-# wait for a core, every finished job adds a chain of passes, one a second, until no job waits: after k
-# finished jobs, k passes a second, each re-reading every ready job's params, resources and input sizes
-# (bench/README.md, "Snakemake's re-evaluation timers").
+# semaphore is released: a job finished, or a threading.Timer it started fired. Every pass that found
+# ready jobs (whether it started them or they wait) ends by starting such a timer, of the job rate limit's
+# timespan (--max-jobs-per-timespan, default 100/1s), so that jobs the limit held back are looked at again
+# (_schedule_reevalutation). A pass started by a timer starts the next one; a pass started by a finished
+# job starts one more. So while jobs wait for a core, every finished job adds a chain of passes, one a
+# second, until no job is ready: after k finished jobs, k passes a second, each re-reading every ready
+# job's params, resources and input sizes (bench/README.md, "Snakemake's re-evaluation timers").
 
 
-def _schedule_reevaluation(self, delay) -> None:
+def _one_pending_reevaluation(self, delay) -> None:
     """``JobScheduler._schedule_reevalutation`` with at most one pending timer per ``delay``: a pass asks for
     a re-evaluation after ``delay`` as before, but while one with that delay is pending no second one is
     started. The pending one, when it fires, runs a pass, and that pass asks again if jobs still wait, so
@@ -339,7 +339,7 @@ def _schedule_reevaluation(self, delay) -> None:
 
 
 def one_reevaluation_timer() -> bool:
-    """Give Snakemake's ``JobScheduler`` :func:`_schedule_reevaluation` in place of its own method (the
+    """Give Snakemake's ``JobScheduler`` :func:`_one_pending_reevaluation` in place of its own method (the
     Snakefile calls it; nothing else in Snakemake changes). Returns whether it is in place: False where the
     installed Snakemake has no such method (another version's scheduler, left as it is). Calling it again
     changes nothing."""
@@ -349,5 +349,5 @@ def one_reevaluation_timer() -> bool:
         return False
     if not hasattr(JobScheduler, "_schedule_reevalutation"):
         return False
-    JobScheduler._schedule_reevalutation = _schedule_reevaluation
+    JobScheduler._schedule_reevalutation = _one_pending_reevaluation
     return True
