@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from polyinterp.rules import one_reevaluation_timer
 
 # Snakemake's scheduler adds a chain of re-evaluation passes, one a second, for each job that finishes while
-# others wait: its own process took 959 CPU s of the paper config's 6 155 s run that way. One pending
-# re-evaluation is enough (polyinterp.rules, "Snakemake's scheduler").
+# others wait: most of the CPU a paper run spent outside its jobs (bench/README.md, "Snakemake's
+# re-evaluation timers"). One pending re-evaluation is enough (polyinterp.rules, "Snakemake's scheduler").
 if not one_reevaluation_timer():
     print("polyinterp: this Snakemake's scheduler has no _schedule_reevalutation, so its re-evaluation timers are "
           "as Snakemake makes them (see polyinterp.rules, \"Snakemake's scheduler\")", file=sys.stderr)

@@ -57,20 +57,21 @@ def _stat(pid: int) -> tuple[float, int] | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), threads
 
 
-def run_once(folder: Path, snakefile: str, cores: int) -> dict:
+def run_once(folder: Path, snakefile: str, cores: int, every: float = 0.2) -> dict:
+    """Run ``snakefile`` (its target ``all``) in ``folder`` from a clean start on ``cores`` cores; its wall s,
+    Snakemake's own CPU s and the most threads it had, read every ``every`` s."""
     shutil.rmtree(folder / "out", ignore_errors=True)
     shutil.rmtree(folder / ".snakemake", ignore_errors=True)
     (folder / "Snakefile").write_text(snakefile)
-    snakemake = shutil.which("snakemake") or str(Path(sys.executable).with_name("snakemake"))
     start = time.monotonic()
-    proc = subprocess.Popen([snakemake, "all", "--cores", str(cores), "--quiet", "progress"], cwd=folder,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "all", "--cores", str(cores), "--quiet", "progress"],
+                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     own, threads = 0.0, 0
     while proc.poll() is None:
         now = _stat(proc.pid)
         if now is not None:
             own, threads = now[0], max(threads, now[1])
-        time.sleep(0.2)
+        time.sleep(every)
     if proc.returncode != 0:
         raise SystemExit(f"snakemake failed in {folder} (status {proc.returncode}) on:\n{snakefile}")
     return {"wall": time.monotonic() - start, "own_cpu": own, "threads": threads}

@@ -6,17 +6,18 @@ the change, every finished job added one)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import importlib.util
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from polyinterp.rules import _one_pending_reevaluation, one_reevaluation_timer
 
-SRC = Path(__file__).parents[1] / "src"
+_SPEC = importlib.util.spec_from_file_location("scheduler_passes",
+                                               Path(__file__).parents[1] / "bench" / "scheduler_passes.py")
+passes = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(passes)
 
 
 class _Scheduler:
@@ -72,25 +73,11 @@ def test_snakemakes_scheduler_takes_it(monkeypatch):
 
 def _most_threads(folder: Path, jobs: int) -> int:
     """The most threads Snakemake had while running ``jobs`` jobs of `sleep 0.3` one at a time, with the
-    one-timer change applied by the Snakefile."""
-    (folder / "Snakefile").write_text(
-        f"import sys\nsys.path.insert(0, {str(SRC)!r})\n"
-        "from polyinterp.rules import one_reevaluation_timer\nassert one_reevaluation_timer()\n"
-        f"rule all:\n    input: expand('out/{{i}}.txt', i=range({jobs}))\n"
-        "rule sleep:\n    output: 'out/{i}.txt'\n    shell: 'sleep 0.3 && touch {output}'\n")
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "all", "--cores", "1", "--quiet", "progress"],
-                            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    most = 0
-    while proc.poll() is None:
-        try:
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-        except OSError:
-            break
-        most = max(most, int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:"))))
-        time.sleep(0.05)
-    assert proc.wait(timeout=300) == 0, proc.stderr.read()[-3000:]
+    one-timer change applied by the Snakefile (bench/scheduler_passes.py's workflow and runner)."""
+    run = passes.run_once(folder, passes.IMPORT + "assert one_reevaluation_timer()\n"
+                          + passes.SNAKEFILE.format(jobs=jobs, seconds=0.3), cores=1, every=0.05)
     assert (folder / "out" / f"{jobs - 1}.txt").exists()
-    return most
+    return run["threads"]
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
