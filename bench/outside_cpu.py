@@ -95,18 +95,16 @@ def main(argv=None) -> None:
     t0 = stat[0][0]
     for cl_reaps, cl_jobs in clusters(reaps, finishes, args.join):
         reaped = sum(d for _, d in cl_reaps)
-        when = (cl_reaps or cl_jobs)[0][0]
+        window = over_time[((cl_reaps or cl_jobs)[0][0] - t0) // args.window]
+        window[0] += reaped
         if not cl_jobs:
             orphan += reaped
-            over_time[(when - t0) // args.window][0] += reaped
             continue
         if any(j["cpu"] is None for _, j in cl_jobs):
             unmatched += reaped
-            over_time[(when - t0) // args.window][0] += reaped
             continue
         recorded = sum(j["cpu"] for _, j in cl_jobs)
-        over_time[(when - t0) // args.window][0] += reaped
-        over_time[(when - t0) // args.window][1] += recorded
+        window[1] += recorded
         for _, j in cl_jobs:
             share = j["cpu"] / recorded if recorded > 0 else 1 / len(cl_jobs)
             outside[j["rule"]] += (reaped - recorded) * share
